@@ -1,0 +1,52 @@
+"""`mockserver check`: load the document, fixtures and scenarios, and report every problem."""
+
+import sys
+
+from .errors import ApiError
+from .fixtures import FixtureError
+from .scenarios import ScenarioError
+
+
+def problems_of(error):
+    if isinstance(error, FixtureError):
+        return [f"fixtures: {p}" for p in error.problems]
+    if isinstance(error, ScenarioError):
+        return [f"scenario: {error}"]
+    if isinstance(error, ApiError):
+        return [f"fixtures: {error.message}"]
+    if isinstance(error, OSError):
+        return [f"{error.filename or ''}: {error.strerror or error}"]
+    return [f"{type(error).__name__}: {error}"]
+
+
+def run_check(settings):
+    from .clock import Clock
+    from .fixtures import read_fixtures
+    from .handlers import HANDLERS
+    from .runtime import Runtime
+    from .scenarios import Scenarios
+    from .spec import Spec
+
+    problems = []
+    spec = Spec.load()
+    missing = sorted(set(spec.operations) - set(HANDLERS))
+    problems += [f"document: operation {op} has no handler" for op in missing]
+    try:
+        fixtures = read_fixtures(settings.fixtures, spec)
+        Runtime(settings, Clock("manual"), fixtures)
+    except (FixtureError, ApiError, OSError) as error:
+        problems += problems_of(error)
+    scenarios = Scenarios(spec, settings.seed)
+    for path in settings.scenarios:
+        try:
+            scenarios.load_file(path)
+        except (ScenarioError, OSError) as error:
+            problems += problems_of(error)
+    for line in problems:
+        print(f"mockserver check: {line}", file=sys.stderr)
+    if problems:
+        print(f"mockserver check: {len(problems)} problem(s)", file=sys.stderr)
+        return 1
+    print(f"mockserver check: ok ({len(spec.operations)} operations, fixtures {settings.fixtures}, "
+          f"{len(settings.scenarios)} scenario file(s))")
+    return 0

@@ -1,0 +1,127 @@
+"""Command line: `mockserver serve` and `mockserver check`.
+
+Options may also come from the environment (the container sets them there):
+MOCKSERVER_HOST (or HOST), MOCKSERVER_PORT (or PORT), MOCKSERVER_FIXTURES, MOCKSERVER_SEED,
+MOCKSERVER_RATE_LIMIT, MOCKSERVER_CLOCK, MOCKSERVER_SPEED, MOCKSERVER_SCENARIOS (a folder or
+files separated by ':'), MOCKSERVER_JOURNAL_SIZE, MOCKSERVER_JWT_SECRET, MOCKSERVER_LOG_LEVEL.
+A problem with an option, a fixture or a scenario is reported in one line per problem and
+a non-zero exit, never a traceback.
+"""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from .settings import Settings, default_fixtures, parse_rate
+
+
+def _env(*names, default=None):
+    for name in names:
+        if os.environ.get(name):
+            return os.environ[name]
+    return default
+
+
+def _scenario_paths(values):
+    out = []
+    for value in values:
+        for part in str(value).split(":"):
+            if not part:
+                continue
+            path = Path(part)
+            out += sorted(path.glob("*.y*ml")) if path.is_dir() else [path]
+    return out
+
+
+def _positive(kind):
+    def parse(text):
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be greater than 0, not {text}")
+        return value
+    return parse
+
+
+def _rate(text):
+    try:
+        return parse_rate(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def parser():
+    top = argparse.ArgumentParser(prog="mockserver", description=__doc__.split("\n")[0])
+    commands = top.add_subparsers(dest="command", required=True)
+    for name, text in (("serve", "run the mock server"), ("check", "check the document, fixtures and scenarios")):
+        sub = commands.add_parser(name, help=text)
+        sub.add_argument("--fixtures", type=Path, default=Path(_env("MOCKSERVER_FIXTURES", default=default_fixtures())),
+                         help="folder of fixture YAML files (default: the embedded defaults)")
+        sub.add_argument("--scenario", action="append", default=[], metavar="FILE",
+                         help="scenario file (or folder of them) to activate; repeatable")
+        sub.add_argument("--seed", type=int, default=int(_env("MOCKSERVER_SEED", default=1)),
+                         help="seed of generated ids and fake data (default 1)")
+        if name == "serve":
+            sub.add_argument("--host", default=_env("MOCKSERVER_HOST", "HOST", "UVICORN_HOST", default="127.0.0.1"))
+            sub.add_argument("--port", type=int, default=int(_env("MOCKSERVER_PORT", "PORT", "UVICORN_PORT",
+                                                                  default=8080)))
+            sub.add_argument("--rate-limit", type=_rate, default=None, metavar="N/WINDOW",
+                             help="requests per window per token, e.g. 1000/3600, 5/10s, 100/1m "
+                                  "(default: the fixtures' rate_limit, else 1000/3600)")
+            sub.add_argument("--clock", choices=("real", "manual"), default=_env("MOCKSERVER_CLOCK", default="real"),
+                             help="real: progressions follow the wall clock; manual: only POST /_mock/clock/advance")
+            sub.add_argument("--speed", type=_positive(float), default=float(_env("MOCKSERVER_SPEED", default=1)),
+                             help="divide every step duration by this factor (default 1)")
+            sub.add_argument("--journal-size", type=_positive(int),
+                             default=int(_env("MOCKSERVER_JOURNAL_SIZE", default=10000)),
+                             help="calls kept in the journal (default 10000)")
+            sub.add_argument("--jwt-secret", default=_env("MOCKSERVER_JWT_SECRET", default="mock-jwt-secret"))
+            sub.add_argument("--log-level", default=_env("MOCKSERVER_LOG_LEVEL", default="warning"),
+                             choices=("critical", "error", "warning", "info", "debug"))
+    return top
+
+
+def settings_from(args):
+    settings = Settings(fixtures=args.fixtures, seed=args.seed,
+                        scenarios=_scenario_paths(args.scenario or [_env("MOCKSERVER_SCENARIOS", default="")]))
+    if args.command == "serve":
+        settings.host, settings.port, settings.clock = args.host, args.port, args.clock
+        settings.speed, settings.journal_size = args.speed, args.journal_size
+        settings.jwt_secret, settings.log_level = args.jwt_secret, args.log_level
+        rate = args.rate_limit or (parse_rate(os.environ["MOCKSERVER_RATE_LIMIT"])
+                                   if os.environ.get("MOCKSERVER_RATE_LIMIT") else None)
+        if rate:
+            settings.rate_limit, settings.rate_window = rate
+            settings.rate_limit_from_cli = True
+    return settings
+
+
+def main(argv=None):
+    try:
+        args = parser().parse_args(argv)
+        settings = settings_from(args)
+    except ValueError as error:
+        print(f"mockserver: {error}", file=sys.stderr)
+        return 2
+    if args.command == "check":
+        from .check import run_check
+        return run_check(settings)
+    return serve(settings)
+
+
+def serve(settings):
+    from .app import MockServer
+    from .check import problems_of
+    try:
+        server = MockServer(settings)
+    except Exception as error:                 # one clear line per problem instead of a traceback
+        for line in problems_of(error):
+            print(f"mockserver: {line}", file=sys.stderr)
+        return 2
+    import uvicorn
+    config = uvicorn.Config(server, host=settings.host, port=settings.port, log_level=settings.log_level,
+                            access_log=False, lifespan="on", http="httptools", loop="uvloop")
+    print(f"mockserver {settings.host}:{settings.port} clock={settings.clock} fixtures={settings.fixtures} "
+          f"scenarios={len(server.scenarios.active)}", file=sys.stderr, flush=True)
+    uvicorn.Server(config).run()
+    return 0

@@ -1,0 +1,39 @@
+"""The clock every time-based behaviour reads.
+
+`real` follows the wall clock; `manual` stands still until `advance()` moves it, which
+is how tests step deployments, rate-limit windows, token expiry, lock ttl and webhook
+retries. Times are float Unix seconds; `iso()` renders RFC 3339 with microseconds.
+"""
+
+import time
+from datetime import datetime, timezone
+
+
+class Clock:
+    def __init__(self, mode="real", start=None, wall=time.time):
+        if mode not in ("real", "manual"):
+            raise ValueError(f"clock mode must be real or manual, not {mode!r}")
+        self.mode = mode
+        self._wall = wall
+        self._offset = 0.0
+        self._frozen = wall() if start is None else float(start)
+
+    def now(self):
+        if self.mode == "manual":
+            return self._frozen + self._offset
+        return self._wall() + self._offset
+
+    def advance(self, seconds):
+        """Move the clock forward (both modes: in real mode it jumps ahead of the wall clock)."""
+        if seconds < 0:
+            raise ValueError("the clock only moves forward")
+        self._offset += seconds
+        return self.now()
+
+    def describe(self):
+        now = self.now()
+        return {"mode": self.mode, "now": iso(now), "epoch": now, "offset_seconds": self._offset}
+
+
+def iso(ts):
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -1,0 +1,159 @@
+"""Fixture files: the state a fresh mock starts from.
+
+`read_fixtures(dir, spec)` reads every `*.yaml` of a folder, merges their top-level
+keys, and checks each entry against the request schema of the API operation that would
+create it; every problem is reported (file, entry and message) before anything loads.
+`load_into(runtime, data)` then creates the records through the same handlers as API
+calls, so the platform's rules (unique names, registry kinds, variable scopes) hold.
+"""
+
+from datetime import datetime
+from pathlib import Path
+
+import yaml
+
+from .auth import GRANTS, Token
+from .settings import parse_rate
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+SERVICE_KEYS = {"applications": ("application", "ApplicationRequest"),
+                "containers": ("container", "ContainerRequest"),
+                "databases": ("database", "DatabaseRequest"), "jobs": ("job", "JobRequest"),
+                "helms": ("helm", "HelmRequest"), "terraforms": ("terraform", "TerraformRequest")}
+ORG_KEYS = {"container_registries": ("ContainerRegistryRequest", "createContainerRegistry"),
+            "credentials": ("CredentialsRequest", "createAwsCredentials"),
+            "labels_groups": ("LabelsGroupRequest", "createLabelsGroup"),
+            "webhooks": ("WebhookRequest", "createWebhook")}
+NESTED = {"id", "deployed", "variables", "secrets", "backups", "custom_domains", "environments", "deployment_rule"}
+CLUSTER_FIELDS = {"id", "name", "description", "region", "cloud_provider", "version", "is_default", "production",
+                  "status"}
+
+
+class FixtureError(ValueError):
+    def __init__(self, problems):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def read_fixtures(folder, spec):
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FixtureError([f"{folder}: fixtures folder not found"])
+    data = {"organizations": [], "tokens": []}
+    problems = []
+    files = sorted(folder.glob("*.yaml")) + sorted(folder.glob("*.yml"))
+    if not files:
+        problems.append(f"{folder}: no *.yaml fixture files")
+    for path in files:
+        try:
+            with open(path, "rb") as handle:
+                raw = yaml.load(handle, Loader=_Loader) or {}
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            problems.append(f"{path}:{mark.line + 1 if mark else '?'}: not valid YAML: "
+                            f"{getattr(error, 'problem', error)}")
+            continue
+        if not isinstance(raw, dict):
+            problems.append(f"{path}: top level must be a mapping")
+            continue
+        for key, value in raw.items():
+            if key in ("organizations", "tokens"):
+                if not isinstance(value, list):
+                    problems.append(f"{path}: {key} must be a list")
+                    continue
+                for item in value:
+                    item_problems = (_check_org(item, spec) if key == "organizations" else _check_token(item))
+                    problems += [f"{path}: {key}[{item.get('name', '?') if isinstance(item, dict) else '?'}]"
+                                 f" {p}" for p in item_problems]
+                data[key] += value
+            elif key == "rate_limit":
+                try:
+                    data["rate_limit"] = parse_rate(value)
+                except ValueError as error:
+                    problems.append(f"{path}: rate_limit: {error}")
+            else:
+                problems.append(f"{path}: unknown top-level key {key!r} (expected organizations, tokens, rate_limit)")
+    if problems:
+        raise FixtureError(problems)
+    return data
+
+
+def _check(spec, schema, entry, where):
+    if not isinstance(entry, dict):
+        return [f"{where}: must be a mapping"]
+    body = {k: v for k, v in entry.items() if k not in NESTED}
+    validator = spec.request_validator(schema)
+    return [f"{loc.replace('body', where, 1)}: {msg}" for loc, msg in validator.errors(body, "body")]
+
+
+def _check_org(org, spec):
+    if not isinstance(org, dict):
+        return ["must be a mapping"]
+    out = [] if isinstance(org.get("id"), str) and isinstance(org.get("name"), str) else ["needs id and name"]
+    for cluster in org.get("clusters", []):
+        unknown = set(cluster) - CLUSTER_FIELDS
+        if unknown or "name" not in cluster:
+            out.append(f"cluster {cluster.get('name', '?')}: needs a name; unknown fields {sorted(unknown)}")
+    for key, (schema, _) in ORG_KEYS.items():
+        out += [p for item in org.get(key, []) for p in _check(spec, schema, item, key)]
+    for project in org.get("projects", []):
+        out += _check(spec, "ProjectRequest", project, f"project {project.get('name')}")
+        out += _check_variables(spec, project, f"project {project.get('name')}")
+        for env in project.get("environments", []):
+            where = f"environment {env.get('name')}"
+            out += _check(spec, "EnvironmentRequest", env, where)
+            out += _check_variables(spec, env, where)
+            if "deployment_rule" in env:
+                out += _check(spec, "DeploymentRuleRequest", env["deployment_rule"], f"{where}.deployment_rule")
+            for key, (_, schema) in SERVICE_KEYS.items():
+                for service in env.get(key, []):
+                    out += _check(spec, schema, service, f"{key[:-1]} {service.get('name')}")
+                    out += _check_variables(spec, service, f"{key[:-1]} {service.get('name')}")
+                    for domain in service.get("custom_domains", []):
+                        out += _check(spec, "CustomDomainRequest", domain, "custom_domains")
+    return out
+
+
+def _check_variables(spec, owner, where):
+    return [p for key in ("variables", "secrets") for item in owner.get(key, [])
+            for p in _check(spec, "VariableRequest", item, f"{where}.{key}")]
+
+
+def _check_token(token):
+    if not isinstance(token, dict):
+        return ["must be a mapping"]
+    out = [f"needs {field}" for field in ("name", "value", "organization", "scopes") if field not in token]
+    out += [f"unknown scope {s!r} (expected one of {', '.join(GRANTS)})" for s in token.get("scopes", [])
+            if s not in GRANTS]
+    if "expires_at" in token:
+        try:
+            _timestamp(token["expires_at"])
+        except ValueError:
+            out.append(f"expires_at {token['expires_at']!r} is not an ISO 8601 date-time")
+    if "rate_limit" in token:
+        try:
+            parse_rate(token["rate_limit"])
+        except ValueError as error:
+            out.append(str(error))
+    return out
+
+
+def _timestamp(value):
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, datetime):
+        return value.timestamp()
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+
+
+# ---------------------------------------------------------------- loading
+def load_into(rt, data):
+    from .handlers.fixtures import Loader
+    if "rate_limit" in data and not rt.settings.rate_limit_from_cli:
+        rt.limiter.limit, rt.limiter.window = data["rate_limit"]
+    Loader(rt).load(data["organizations"])
+    for item in data["tokens"]:
+        rt.add_token(Token(name=item["name"], value=item["value"], organization=item["organization"],
+                           scopes=list(item["scopes"]),
+                           expires_at=_timestamp(item["expires_at"]) if "expires_at" in item else None,
+                           rate_limit=parse_rate(item["rate_limit"]) if "rate_limit" in item else None))

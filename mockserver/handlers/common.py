@@ -1,0 +1,26 @@
+"""Small helpers the handler modules share."""
+
+from ..clock import iso
+from ..errors import not_found
+
+
+def check_org(ctx, org_id):
+    """An organization id in a path must be the caller's own; any other is not found."""
+    if org_id != ctx.org:
+        raise not_found("organization", org_id)
+
+
+def results(entries):
+    return {"results": [entry.data for entry in entries]}
+
+
+def touch(rt, entry, now):
+    entry.data["updated_at"] = iso(now)
+    rt.bump(entry)
+
+
+def merge(data, body, fields):
+    """Copy the given fields of a request body onto a record (absent fields keep their value)."""
+    for name in fields:
+        if name in body:
+            data[name] = body[name]

@@ -1,0 +1,254 @@
+"""The six service kinds: create, list, read, edit, delete, and their deployment actions.
+
+Every kind gets the same operations from one table (`KINDS`); what differs is how a
+record is built from its create payload (`BUILDERS`) and how it deploys (lifecycle.py).
+"""
+
+from ..clock import iso
+from ..errors import conflict, not_found
+from ..store import Entry
+from . import variables
+from .common import merge, results, touch
+
+# kind -> (title for operation ids, service_type, path parameter names: item, status, deploy/actions)
+KINDS = {
+    "application": ("Application", "APPLICATION"),
+    "container": ("Container", "CONTAINER"),
+    "database": ("Database", "DATABASE"),
+    "job": ("Job", "JOB"),
+    "helm": ("Helm", "HELM"),
+    "terraform": ("Terraform", "TERRAFORM"),
+}
+ITEM_PARAMS = ("applicationId", "app_id", "containerId", "databaseId", "db_id", "jobId", "helmId", "terraformId")
+DATABASE_PORTS = {"POSTGRESQL": 5432, "MYSQL": 3306, "MONGODB": 27017, "REDIS": 6379}
+RESOURCES = {"cpu": 500, "memory": 512, "min_running_instances": 1, "max_running_instances": 1}
+EDITABLE = {
+    "application": ("name", "description", "git_repository", "build_mode", "dockerfile_path", "cpu", "memory",
+                    "min_running_instances", "max_running_instances", "ports", "healthchecks", "auto_deploy"),
+    "container": ("name", "description", "registry_id", "image_name", "tag", "cpu", "memory",
+                  "min_running_instances", "max_running_instances", "ports", "arguments", "entrypoint"),
+    "database": ("name", "description", "accessibility", "cpu", "memory", "storage"),
+    "job": ("name", "description", "job_type", "schedule", "git_repository", "dockerfile_path", "image", "cpu",
+            "memory", "max_nb_restart", "max_duration_seconds"),
+    "helm": ("name", "description", "repository_url", "chart_name", "chart_version", "values_override",
+             "allow_cluster_wide_resources", "timeout_sec", "arguments"),
+    "terraform": ("name", "description", "git_repository", "engine", "engine_version", "tfvars_files"),
+}
+
+
+def _git(ctx, repository):
+    if repository is None:
+        return None
+    return {"url": repository["url"], "branch": repository.get("branch", "main"),
+            "root_path": repository.get("root_path", "/"), "provider": repository.get("provider", "GENERIC"),
+            "deployed_commit_id": None}
+
+
+def _ports(ctx, ports):
+    return [{"id": ctx.rt.new_id(), "name": port.get("name", f"p{port['internal_port']}"),
+             "internal_port": port["internal_port"], "external_port": port.get("external_port"),
+             "protocol": port.get("protocol", "HTTP"), "publicly_accessible": port.get("publicly_accessible", False)}
+            for port in ports]
+
+
+def _registry(ctx, registry_id):
+    return ctx.rt.store.registries.get(registry_id, ctx.org)
+
+
+def build_application(ctx, body, env):
+    return {"git_repository": _git(ctx, body["git_repository"]), "build_mode": body.get("build_mode", "DOCKER"),
+            "dockerfile_path": body.get("dockerfile_path", "Dockerfile"),
+            **{k: body.get(k, v) for k, v in RESOURCES.items()}, "ports": _ports(ctx, body.get("ports", [])),
+            "healthchecks": body.get("healthchecks", {}), "auto_deploy": body.get("auto_deploy", True)}
+
+
+def build_container(ctx, body, env):
+    _registry(ctx, body["registry_id"])
+    return {"registry_id": body["registry_id"], "image_name": body["image_name"], "tag": body["tag"],
+            **{k: body.get(k, v) for k, v in RESOURCES.items()}, "ports": _ports(ctx, body.get("ports", [])),
+            "arguments": body.get("arguments", []), "entrypoint": body.get("entrypoint")}
+
+
+def build_database(ctx, body, env):
+    return {"type": body["type"], "version": body["version"], "mode": body["mode"],
+            "accessibility": body.get("accessibility", "PRIVATE"), "cpu": body.get("cpu", 250),
+            "memory": body.get("memory", 256), "storage": body.get("storage", 10),
+            "host": f"{body['name']}.{env.id[:8]}.internal", "port": DATABASE_PORTS[body["type"]]}
+
+
+def build_job(ctx, body, env):
+    if body.get("image") and not body.get("git_repository"):
+        _registry(ctx, body["image"]["registry_id"])
+    return {"job_type": body.get("job_type", "CRON" if "schedule" in body else "LIFECYCLE"),
+            "schedule": body.get("schedule", {"cronjob": {"scheduled_at": "0 0 * * *"}}),
+            "git_repository": _git(ctx, body.get("git_repository")),
+            "dockerfile_path": body.get("dockerfile_path", "Dockerfile"),
+            "image": None if body.get("git_repository") else body.get("image"),
+            "cpu": body.get("cpu", 250), "memory": body.get("memory", 256),
+            "max_nb_restart": body.get("max_nb_restart", 0), "max_duration_seconds": body.get("max_duration_seconds", 300)}
+
+
+def build_helm(ctx, body, env):
+    return {"repository_url": body.get("repository_url", "https://charts.example.com"),
+            "chart_name": body["chart_name"], "chart_version": body.get("chart_version", "1.0.0"),
+            "values_override": body.get("values_override", ""),
+            "allow_cluster_wide_resources": body.get("allow_cluster_wide_resources", False),
+            "timeout_sec": body.get("timeout_sec", 600), "arguments": body.get("arguments", [])}
+
+
+def build_terraform(ctx, body, env):
+    return {"git_repository": _git(ctx, body["git_repository"]), "engine": body.get("engine", "TERRAFORM"),
+            "engine_version": body.get("engine_version", "1.9.8"), "tfvars_files": body.get("tfvars_files", [])}
+
+
+BUILDERS = {"application": build_application, "container": build_container, "database": build_database,
+            "job": build_job, "helm": build_helm, "terraform": build_terraform}
+
+
+# ---------------------------------------------------------------- lookups
+def service(ctx, kind, ident=None):
+    if ident is None:
+        ident = next(ctx.params[name] for name in ITEM_PARAMS if name in ctx.params)
+    entry = ctx.rt.store.services.find(ident, ctx.org)
+    if entry is None or entry.meta["kind"] != kind:
+        raise not_found(kind, ident)
+    return entry
+
+
+def commits_of(rt, entry):
+    """The last 100 commits of a service's repository (newest first), with ISO dates."""
+    repository = entry.data.get("git_repository")
+    if not repository:
+        return []
+    out = rt.fake.commits(f"{repository['url']}#{repository['branch']}", 100, entry.meta["created"])
+    return [{**commit, "created_at": iso(commit["created_at"])} for commit in out]
+
+
+# ---------------------------------------------------------------- generic handlers
+def create(ctx, kind):
+    rt, body = ctx.rt, ctx.body
+    env = rt.store.environments.get(ctx.params["env_id"], ctx.org)
+    if rt.store.services.name_taken(env.id, body["name"]):
+        raise conflict(f"a service named {body['name']!r} already exists in environment {env.id}")
+    ident = rt.new_id()
+    data = {"id": ident, **rt.stamp(ctx.now), "environment": {"id": env.id}, "name": body["name"],
+            "description": body.get("description"), **BUILDERS[kind](ctx, body, env)}
+    entry = Entry(data, ctx.org, env.id, meta={"kind": kind, "type": KINDS[kind][1], "created": ctx.now})
+    rt.store.services.add(entry)
+    rt.bump(entry)
+    _count_registry(ctx, data, +1)
+    variables.add_built_ins(ctx, entry, env)
+    return data
+
+
+def list_services(ctx, kind):
+    env = ctx.rt.store.environments.get(ctx.params["env_id"], ctx.org)
+    return results(e for e in ctx.rt.store.services.under(env.id) if e.meta["kind"] == kind)
+
+
+def get(ctx, kind):
+    return service(ctx, kind).data
+
+
+def edit(ctx, kind):
+    rt, body = ctx.rt, ctx.body
+    entry = service(ctx, kind)
+    if "name" in body and rt.store.services.name_taken(entry.parent, body["name"], exclude=entry.id):
+        raise conflict(f"a service named {body['name']!r} already exists in this environment")
+    rebuilt = BUILDERS[kind](ctx, {**_request_view(entry.data), **body}, rt.store.environments.find(entry.parent))
+    _count_registry(ctx, entry.data, -1)
+    merge(entry.data, body, ("name", "description"))
+    for name in EDITABLE[kind]:
+        if name in body and name in rebuilt:
+            entry.data[name] = rebuilt[name]
+    _count_registry(ctx, entry.data, +1)
+    touch(rt, entry, ctx.now)
+    return entry.data
+
+
+def _request_view(data):
+    """A record seen as the create payload that would produce it (for rebuilding on edit)."""
+    out = dict(data)
+    if out.get("git_repository"):
+        out["git_repository"] = {k: v for k, v in out["git_repository"].items() if k != "deployed_commit_id"}
+    return out
+
+
+def delete(ctx, kind):
+    rt = ctx.rt
+    entry = service(ctx, kind)
+    for request in rt.lifecycle.history(entry.id):
+        if not request.finished and ctx.now < request.end:
+            request.cancelled_at = ctx.now
+    rt.deployments.start(ctx, entry, "DELETE")
+    rt.pump()
+    _count_registry(ctx, entry.data, -1)
+    variables.remove_built_ins(ctx, entry)
+    rt.store.delete("services", entry.id)
+
+
+def _count_registry(ctx, data, step):
+    registry_id = data.get("registry_id") or (data.get("image") or {}).get("registry_id")
+    registry = ctx.rt.store.registries.find(registry_id, ctx.org) if registry_id else None
+    if registry is not None:
+        registry.data["associated_services_count"] = max(0, registry.data["associated_services_count"] + step)
+
+
+def status(ctx, kind):
+    return ctx.rt.deployments.status(service(ctx, kind), ctx.now)
+
+
+def history(ctx, kind):
+    return {"results": ctx.rt.deployments.history(service(ctx, kind), ctx.now)}
+
+
+def action(verb):
+    def handler(ctx, kind):
+        rt = ctx.rt
+        entry = service(ctx, kind)
+        commit = None
+        if verb in ("deploy", "redeploy") and entry.data.get("git_repository"):
+            commit = _commit(ctx, entry, verb)
+        request = rt.deployments.start(ctx, entry, "DEPLOY" if verb == "redeploy" else verb.upper(), commit)
+        return rt.deployments.record(request, entry, ctx.now)
+    return handler
+
+
+def _commit(ctx, entry, verb):
+    commits = commits_of(ctx.rt, entry)
+    if verb == "redeploy":
+        deployed = entry.data["git_repository"].get("deployed_commit_id")
+        if deployed is None:
+            raise conflict(f"{entry.meta['kind']} {entry.id} was never deployed: deploy it before a redeploy")
+        wanted = deployed
+    else:
+        wanted = ctx.body.get("git_commit_id")
+        if wanted is None:
+            return commits[0]
+    found = next((c for c in commits if c["git_commit_id"].startswith(wanted)), None)
+    return found or {"created_at": iso(ctx.now), "git_commit_id": wanted, "tag": "", "message": "",
+                     "author_name": "", "author_avatar_url": "", "commit_page_url": ""}
+
+
+def operations():
+    out = {}
+    for kind, (title, _) in KINDS.items():
+        for name, fn in (("create", create), ("list", list_services), ("get", get), ("edit", edit),
+                         ("delete", delete)):
+            op = f"list{title}s" if name == "list" else f"{name}{title}"
+            out[op] = _bind(fn, kind)
+        out[f"get{title}Status"] = _bind(status, kind)
+        out[f"list{title}DeploymentHistory"] = _bind(history, kind)
+        for verb in ("deploy", "redeploy", "stop", "restart"):
+            out[f"{verb}{title}"] = _bind(action(verb), kind)
+    return out
+
+
+def _bind(fn, kind):
+    def handler(ctx):
+        return fn(ctx, kind)
+    handler.__name__ = f"{fn.__name__}_{kind}"
+    return handler
+
+
+HANDLERS = operations()

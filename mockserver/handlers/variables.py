@@ -1,0 +1,323 @@
+"""Environment variables and secrets at project, environment and service level.
+
+Rules (api-decisions.md): a key is unique per owner (409 when taken); a `mount_path`
+makes a FILE variable; an override or an alias must sit at a lower scope than the
+variable it points to (PROJECT > ENVIRONMENT > service; a BUILT_IN counts just above
+the level that owns it) and inside that variable's subtree, else 400. A service's list
+shows what it sees: its own records, those of its environment and project, and
+built-ins, with an override hiding the record it overrides. Secret values are kept
+private: no response carries them.
+"""
+
+from ..errors import ApiError, conflict, not_found
+from ..store import Entry
+from .common import touch
+
+SCOPE_RANK = {"PROJECT": 3, "ENVIRONMENT": 2, "APPLICATION": 1, "CONTAINER": 1, "JOB": 1, "HELM": 1,
+              "TERRAFORM": 1}
+LEVELS = {"Project": "PROJECT", "Environment": "ENVIRONMENT", "Application": "application",
+          "Container": "container", "Job": "job", "Helm": "helm", "Terraform": "terraform"}
+SERVICE_PARAMS = ("app_id", "applicationId", "containerId", "jobId", "helmId", "terraformId")
+
+
+class Family:
+    def __init__(self, table, word, reference, item_param):
+        self.table, self.word, self.reference, self.item_param = table, word, reference, item_param
+
+    @property
+    def secret(self):
+        return self.table == "secrets"
+
+
+VARIABLES = Family("variables", "Variable", "variable", "variableId")
+SECRETS = Family("secrets", "Secret", "secret", "secretId")
+
+
+# ---------------------------------------------------------------- owners
+def owner_of(ctx, level):
+    store = ctx.rt.store
+    if level == "PROJECT":
+        return store.projects.get(ctx.params["projectId"], ctx.org)
+    if level == "ENVIRONMENT":
+        return store.environments.get(ctx.params["environmentId"], ctx.org)
+    ident = next(ctx.params[name] for name in SERVICE_PARAMS if name in ctx.params)
+    return _service(ctx, ident, level)
+
+
+def _service(ctx, ident, kind=None):
+    entry = ctx.rt.store.services.find(ident, ctx.org)
+    if entry is None or (kind is not None and entry.meta["kind"] != kind) or entry.meta["kind"] == "database":
+        raise not_found(kind or "service", ident)
+    return entry
+
+
+def scope_of(owner):
+    return owner.meta.get("type") or ("ENVIRONMENT" if "project" in owner.data else "PROJECT")
+
+
+def chain(rt, owner):
+    """The owner and its ancestors up to the project: [service, environment, project]."""
+    out = [owner]
+    table = "services" if "type" in owner.meta else ("environments" if "project" in owner.data else None)
+    if table == "services":
+        env = rt.store.environments.find(owner.parent)
+        out += [env, rt.store.projects.find(env.parent)]
+    elif table == "environments":
+        out.append(rt.store.projects.find(owner.parent))
+    return out
+
+
+def resolve(ctx, scope, ident):
+    """The record a scope and an id name (override_parent_id, alias_parent_id)."""
+    store = ctx.rt.store
+    if scope == "BUILT_IN":
+        raise ApiError(400, "BUILT_IN variables are created by the platform; choose another scope",
+                       [("body.scope", "BUILT_IN is not allowed")])
+    if scope == "PROJECT":
+        return store.projects.get(ident, ctx.org)
+    if scope == "ENVIRONMENT":
+        return store.environments.get(ident, ctx.org)
+    return _service(ctx, ident, scope.lower())
+
+
+def rank(entry):
+    level = SCOPE_RANK[entry.meta["level"]]
+    return level + 0.5 if entry.data["variable_type"] == "BUILT_IN" else level
+
+
+# ---------------------------------------------------------------- records
+def make(ctx, family, owner, key, value, scope, kind, mount_path=None, description=None, interpolation=None,
+         target=None, owned_by="PLATFORM", service=None):
+    rt = ctx.rt
+    service = service if service is not None else (owner if "type" in owner.meta else None)
+    data = {"id": rt.new_id(), **rt.stamp(ctx.now), "key": key, "scope": scope, "variable_type": kind,
+            "mount_path": mount_path, "service_id": service.id if service else None,
+            "service_name": service.data["name"] if service else None,
+            "service_type": service.meta["type"] if service else None, "owned_by": owned_by,
+            "description": description, "enable_interpolation_in_file": interpolation}
+    private = None
+    if family.secret:
+        private = {"value": value}
+    else:
+        data["value"] = value
+        data["is_secret"] = False
+    if target is not None:
+        data[f"{'overridden' if kind == 'OVERRIDE' else 'aliased'}_{family.reference}"] = reference(family, target)
+    meta = {"level": scope_of(owner), "target": target.id if target is not None else None}
+    entry = rt.store.tables[family.table].add(Entry(data, ctx.org, owner.id, private, meta))
+    touch(rt, owner, ctx.now)
+    return entry
+
+
+def reference(family, target):
+    data = target.data
+    out = {"id": data["id"], "key": data["key"], "mount_path": data["mount_path"], "scope": data["scope"],
+           "variable_type": data["variable_type"]}
+    if family.secret:
+        out.update(description=data["description"], enable_interpolation_in_file=data["enable_interpolation_in_file"])
+    else:
+        out["value"] = data["value"]
+    return out
+
+
+def key_taken(rt, family, owner_id, key, exclude=None):
+    return any(e.data["key"] == key and e.data["variable_type"] != "OVERRIDE" and e.id != exclude
+               for e in rt.store.tables[family.table].under(owner_id))
+
+
+def visible(rt, family, owner):
+    entries = [e for level in reversed(chain(rt, owner)) for e in rt.store.tables[family.table].under(level.id)]
+    hidden = {e.meta["target"] for e in entries if e.data["variable_type"] == "OVERRIDE"}
+    return [e for e in entries if e.id not in hidden]
+
+
+# ---------------------------------------------------------------- handlers
+def create(ctx, family, level):
+    rt, body = ctx.rt, ctx.body
+    owner = owner_of(ctx, level)
+    if key_taken(rt, family, owner.id, body["key"]):
+        raise conflict(f"{family.reference} key {body['key']!r} already exists at this scope")
+    mount_path = body.get("mount_path")
+    entry = make(ctx, family, owner, body["key"], body["value"], scope_of(owner),
+                 "FILE" if mount_path else "VALUE", mount_path, body.get("description"),
+                 body.get("enable_interpolation_in_file"))
+    return entry.data
+
+
+def list_visible(ctx, family, level):
+    return {"results": [e.data for e in visible(ctx.rt, family, owner_of(ctx, level))]}
+
+
+def _item(ctx, family, level, owned):
+    owner = owner_of(ctx, level)
+    ident = ctx.params[family.item_param]
+    entry = ctx.rt.store.tables[family.table].find(ident, ctx.org)
+    if entry is None or (owned and entry.parent != owner.id) or (
+            not owned and entry.id not in {e.id for e in visible(ctx.rt, family, owner)}):
+        raise not_found(family.reference, ident)
+    return owner, entry
+
+
+def get(ctx, family, level):
+    return _item(ctx, family, level, owned=False)[1].data
+
+
+def edit(ctx, family, level):
+    rt, body = ctx.rt, ctx.body
+    owner, entry = _item(ctx, family, level, owned=True)
+    data = entry.data
+    if data["variable_type"] == "BUILT_IN":
+        raise ApiError(400, f"built-in {family.reference} {data['key']} cannot be edited")
+    if data["variable_type"] == "OVERRIDE" and body["key"] != data["key"]:
+        raise ApiError(400, "an override keeps the key of the variable it overrides",
+                       [("body.key", f"must be {data['key']!r}")])
+    if body["key"] != data["key"] and key_taken(rt, family, owner.id, body["key"], exclude=entry.id):
+        raise conflict(f"{family.reference} key {body['key']!r} already exists at this scope")
+    data["key"] = body["key"]
+    for name in ("description", "enable_interpolation_in_file"):
+        if name in body:
+            data[name] = body[name]
+    if family.secret:
+        entry.private["value"] = body["value"]
+    else:
+        data["value"] = body["value"]
+    touch(rt, entry, ctx.now)
+    touch(rt, owner, ctx.now)
+    for dependent in dependents(rt, family, entry.id):
+        ref_name = next(k for k in dependent.data if k.endswith(f"_{family.reference}"))
+        dependent.data[ref_name] = reference(family, entry)
+        if dependent.data["variable_type"] == "ALIAS" and not family.secret:
+            dependent.data["value"] = data["value"]
+    return data
+
+
+def delete(ctx, family, level):
+    rt = ctx.rt
+    owner, entry = _item(ctx, family, level, owned=True)
+    if entry.data["variable_type"] == "BUILT_IN":
+        raise ApiError(400, f"built-in {family.reference} {entry.data['key']} cannot be deleted")
+    remove(rt, family, entry)
+    touch(rt, owner, ctx.now)
+
+
+def dependents(rt, family, ident):
+    return [e for e in rt.store.tables[family.table].rows.values() if e.meta.get("target") == ident]
+
+
+def remove(rt, family, entry):
+    for dependent in dependents(rt, family, entry.id):
+        remove(rt, family, dependent)
+    rt.store.tables[family.table].remove(entry.id)
+
+
+def _derive(ctx, family, target, scope, parent, kind, key, value):
+    """Create an override or alias of `target` at (scope, parent), enforcing the scope rule."""
+    rt, body = ctx.rt, ctx.body
+    if SCOPE_RANK[scope] >= rank(target):
+        raise ApiError(400, f"an {kind.lower()} must be at a lower scope than the {family.reference} it points to "
+                       f"({target.data['scope']} at {target.meta['level']}); {scope} is not lower",
+                       [(f"body.{kind.lower()}_scope", "must be a lower scope")])
+    if target.parent not in {level.id for level in chain(rt, parent)}:
+        raise ApiError(400, f"{scope.lower()} {parent.id} is not inside the scope of {family.reference} "
+                       f"{target.id}", [(f"body.{kind.lower()}_parent_id", "outside the variable's scope")])
+    if kind == "OVERRIDE" and any(e.meta.get("target") == target.id and e.data["variable_type"] == "OVERRIDE"
+                                  for e in rt.store.tables[family.table].under(parent.id)):
+        raise conflict(f"{family.reference} {target.id} is already overridden at this scope")
+    if kind == "ALIAS" and key_taken(rt, family, parent.id, key):
+        raise conflict(f"{family.reference} key {key!r} already exists at this scope")
+    mount_path = target.data["mount_path"] if kind == "OVERRIDE" else None
+    entry = make(ctx, family, parent, key, value, scope, kind, mount_path, body.get("description"),
+                 body.get("enable_interpolation_in_file"), target=target)
+    return entry.data
+
+
+def _target(ctx, family, param):
+    return ctx.rt.store.tables[family.table].get(ctx.params[param], ctx.org, family.reference)
+
+
+def create_override(ctx, family):
+    target = _target(ctx, family, family.item_param)
+    scope = ctx.body["override_scope"]
+    parent = resolve(ctx, scope, ctx.body["override_parent_id"])
+    return _derive(ctx, family, target, scope, parent, "OVERRIDE", target.data["key"], ctx.body["value"])
+
+
+def create_alias(ctx, family):
+    target = _target(ctx, family, family.item_param)
+    scope = ctx.body["alias_scope"]
+    parent = resolve(ctx, scope, ctx.body["alias_parent_id"])
+    value = None if family.secret else target.data["value"]
+    if family.secret:
+        value = target.private["value"]
+    return _derive(ctx, family, target, scope, parent, "ALIAS", ctx.body["key"], value)
+
+
+def service_override(ctx, family, kind, param):
+    service_param = next(name for name in ("applicationId", "containerId", "jobId", "helmId", "terraformId")
+                         if name in ctx.params)
+    service = _service(ctx, ctx.params[service_param], kind)
+    target = _target(ctx, family, param)
+    return _derive(ctx, family, target, service.meta["type"], service, "OVERRIDE", target.data["key"],
+                   ctx.body["value"])
+
+
+# ---------------------------------------------------------------- built-ins
+def add_built_ins(ctx, service, env):
+    kind, short = service.meta["type"], service.id[:8].upper()
+    name = service.data["name"]
+    if kind == "DATABASE":
+        prefix = f"PLATFORM_{service.data['type']}_{short}"
+        for key, value in ((f"{prefix}_HOST", service.data["host"]), (f"{prefix}_PORT", str(service.data["port"])),
+                           (f"{prefix}_LOGIN", "superuser"), (f"{prefix}_DATABASE_NAME", name)):
+            make(ctx, VARIABLES, env, key, value, "BUILT_IN", "BUILT_IN", service=service)
+        make(ctx, SECRETS, env, f"{prefix}_PASSWORD", ctx.rt.fake.faker.password(length=24), "BUILT_IN",
+             "BUILT_IN", service=service)
+        return
+    prefix = f"PLATFORM_{kind}_{short}"
+    make(ctx, VARIABLES, service, f"{prefix}_HOST_INTERNAL", f"{name}.{env.id[:8]}.svc.cluster.local",
+         "BUILT_IN", "BUILT_IN")
+    if any(port.get("publicly_accessible") for port in service.data.get("ports") or []):
+        make(ctx, VARIABLES, service, f"{prefix}_HOST_EXTERNAL", f"{name}-{short.lower()}.platform.example",
+             "BUILT_IN", "BUILT_IN")
+
+
+def remove_built_ins(ctx, service):
+    """Built-ins a database put in its environment go with it (a service's own go with the service)."""
+    if service.meta["type"] != "DATABASE":
+        return
+    for family in (VARIABLES, SECRETS):
+        for entry in ctx.rt.store.tables[family.table].under(service.parent):
+            if entry.data["service_id"] == service.id and entry.data["variable_type"] == "BUILT_IN":
+                remove(ctx.rt, family, entry)
+
+
+# ---------------------------------------------------------------- operation table
+def operations():
+    out = {}
+    for title, level in LEVELS.items():
+        for family in (VARIABLES, SECRETS):
+            word, plural = family.word, f"{family.word}s"
+            out[f"create{title}{word}"] = _bind(create, family, level)
+            out[f"list{title}{plural}"] = _bind(list_visible, family, level)
+            out[f"get{title}{word}"] = _bind(get, family, level)
+            out[f"edit{title}{word}"] = _bind(edit, family, level)
+            out[f"delete{title}{word}"] = _bind(delete, family, level)
+            if level not in ("PROJECT", "ENVIRONMENT"):
+                param = family.item_param
+                if (level, family.word) == ("container", "Variable"):
+                    param = "environmentVariableId"
+                out[f"override{title}{word}"] = _bind(service_override, family, level, param)
+    for family in (VARIABLES, SECRETS):
+        out[f"create{family.word}Override"] = _bind(create_override, family)
+        out[f"create{family.word}Alias"] = _bind(create_alias, family)
+    return out
+
+
+def _bind(fn, *args):
+    def handler(ctx):
+        return fn(ctx, *args)
+    handler.__name__ = fn.__name__
+    return handler
+
+
+HANDLERS = operations()

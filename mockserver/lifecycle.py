@@ -1,0 +1,212 @@
+"""Deployment state progressions, as data tables evaluated against the clock.
+
+A deploy, stop, restart, delete, uninstall or cluster upgrade is a `Request` with a
+plan of steps (name, state while it runs, duration). Requests of one environment (or
+one cluster) run one after the other: each starts when the one before it ends. The
+state of a service at time t is computed from its latest request and t, so a read after
+the clock moved shows the right state with no background task. `pump(now)` only
+applies what must happen once: webhook events and the durable effects of an end.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+# step plans: (step name, state while the step runs, duration in seconds at speed 1)
+GIT_BUILD = [("REGISTRY_CREATE_REPOSITORY", "BUILDING", 1), ("GIT_CLONE", "BUILDING", 1),
+             ("BUILD_QUEUEING", "BUILDING", 0), ("BUILD", "BUILDING", 2)]
+ROLL_OUT = [("DEPLOYMENT_QUEUEING", "DEPLOYING", 0), ("DEPLOYMENT", "DEPLOYING", 2),
+            ("ROUTER_DEPLOYMENT", "DEPLOYING", 1)]
+MIRROR = [("MIRROR_IMAGE", "DEPLOYING", 1)]
+PLANS = {
+    ("DEPLOY", "git"): GIT_BUILD + ROLL_OUT,
+    ("DEPLOY", "image"): MIRROR + ROLL_OUT,
+    ("DEPLOY", "chart"): [("DEPLOYMENT_QUEUEING", "DEPLOYING", 0), ("DEPLOYMENT", "DEPLOYING", 3)],
+    ("STOP", None): [("DEPLOYMENT", "STOPPING", 2)],
+    ("RESTART", None): [("DEPLOYMENT", "RESTARTING", 2)],
+    ("DELETE", None): [("DEPLOYMENT", "DELETING", 2)],
+    ("UNINSTALL", None): [("DEPLOYMENT", "DELETING", 2)],
+    ("UPGRADE", None): [("DEPLOYMENT_QUEUEING", "DEPLOYING", 1), ("DEPLOYMENT", "DEPLOYING", 8)],
+}
+QUEUE_DELAY = 1.0              # seconds a request waits in the queue before it starts (at speed 1)
+# action -> (state while queued, state after success, status_details.action, trigger_action)
+ACTIONS = {
+    "DEPLOY": ("DEPLOYMENT_QUEUED", "DEPLOYED", "DEPLOY", "DEPLOY"),
+    "STOP": ("STOP_QUEUED", "STOPPED", "STOP", "STOP"),
+    "RESTART": ("RESTART_QUEUED", "RESTARTED", "RESTART", "RESTART"),
+    "DELETE": ("DELETE_QUEUED", "DELETED", "DELETE", "DELETE"),
+    "UNINSTALL": ("DELETE_QUEUED", "DELETED", "DELETE", "UNINSTALL"),
+    "UPGRADE": ("DEPLOYMENT_QUEUED", "DEPLOYED", "DEPLOY", "DEPLOY"),
+}
+# state a step fails into, by the state the step runs in
+ERROR_STATES = {"BUILDING": "BUILD_ERROR", "DEPLOYING": "DEPLOYMENT_ERROR", "STOPPING": "STOP_ERROR",
+                "RESTARTING": "RESTART_ERROR", "DELETING": "DELETE_ERROR"}
+# which plan each service kind deploys with (jobs built from git use "git")
+SOURCES = {"APPLICATION": "git", "CONTAINER": "image", "DATABASE": "chart", "HELM": "chart", "TERRAFORM": "chart",
+           "JOB": "git"}
+
+
+@dataclass(eq=False)
+class Request:
+    id: str
+    target: str                 # service or cluster id
+    org: str                    # organization of the target
+    queue: str                  # environment id, or cluster id
+    action: str
+    service_type: str | None
+    name: str
+    created_at: float
+    steps: list                 # [(name, state, seconds of real run, reported seconds)]
+    triggered_by: str = "api"
+    origin: str = "API"
+    commit: dict | None = None
+    rev: int = 0
+    number: int = 1
+    call_id: int | None = None
+    fail_at: int | None = None
+    fail_state: str | None = None
+    stall_at: int | None = None
+    start: float = 0.0
+    cancelled_at: float | None = None
+    started_emitted: bool = False
+    finished: bool = False
+    effects: list = field(default_factory=list)
+
+    @property
+    def end(self):
+        if self.cancelled_at is not None:
+            return self.cancelled_at
+        if self.stall_at is not None:
+            return math.inf
+        last = len(self.steps) if self.fail_at is None else self.fail_at + 1
+        return self.start + sum(step[2] for step in self.steps[:last])
+
+    @property
+    def execution_id(self):
+        return f"{self.target[:8]}-{self.number}"
+
+    def phase(self, now):
+        """(state, status_details.status, finished step details, success|None) at time `now`."""
+        queued, done, _, _ = ACTIONS[self.action]
+        if self.cancelled_at is not None and now >= self.cancelled_at:
+            return "CANCELED", "CANCELED", self._details(self._completed(self.cancelled_at)), False
+        if now < self.start:
+            return queued, "QUEUED", [], None
+        at = self.start
+        details = []
+        for index, (name, state, seconds, reported) in enumerate(self.steps):
+            if index == self.stall_at:
+                return state, "ONGOING", details, None
+            if now < at + seconds:
+                return state, "ONGOING", details, None
+            at += seconds
+            if index == self.fail_at:
+                details.append({"step_name": name, "status": "ERROR", "duration_sec": reported})
+                return self.fail_state or ERROR_STATES.get(state, "DEPLOYMENT_ERROR"), "ERROR", details, False
+            details.append({"step_name": name, "status": "SUCCESS", "duration_sec": reported})
+        return done, "SUCCESS", details, True
+
+    def _completed(self, now):
+        at, done = self.start, 0
+        for _, _, seconds, _ in self.steps:
+            if now < at + seconds:
+                break
+            at += seconds
+            done += 1
+        return done
+
+    def _details(self, count):
+        return [{"step_name": name, "status": "SUCCESS", "duration_sec": reported}
+                for name, _, _, reported in self.steps[:count]]
+
+
+def plan(action, service_type, speed=1.0, durations=None):
+    """The steps of an action, with scenario duration overrides and the speed factor applied."""
+    source = SOURCES.get(service_type) if action == "DEPLOY" else None
+    durations = durations or {}
+    out = []
+    for name, state, seconds in PLANS[(action, source)]:
+        reported = int(durations.get(name, seconds))
+        out.append((name, state, reported / speed, reported))
+    return out
+
+
+class Lifecycle:
+    """The queues of requests and the one place that moves them along the clock."""
+
+    def __init__(self, on_event=None, on_end=None):
+        self.queues = {}                       # queue id -> [Request] not finished, in order
+        self.by_target = {}                    # target id -> [Request] all, in order
+        self.active = []
+        self.on_event = on_event or (lambda event, request, at: None)
+        self.on_end = on_end or (lambda request, success: None)
+
+    def submit(self, request, now, delay=QUEUE_DELAY):
+        """Queue a request: it starts `delay` seconds from now, or when the one before it ends."""
+        queue = self.queues.setdefault(request.queue, [])
+        previous_end = max((r.end for r in queue), default=now)
+        request.start = max(now + delay, previous_end)
+        queue.append(request)
+        history = self.by_target.setdefault(request.target, [])
+        request.number = len(history) + 1
+        history.append(request)
+        self.active.append(request)
+        return request
+
+    def latest(self, target):
+        history = self.by_target.get(target)
+        return history[-1] if history else None
+
+    def history(self, target):
+        return self.by_target.get(target, [])
+
+    def busy(self, target, now):
+        request = self.latest(target)
+        return request is not None and now < request.end
+
+    def cancel(self, queue_id, now):
+        """Cancel every request of a queue that has not ended; returns them."""
+        cancelled = []
+        for request in self.queues.get(queue_id, []):
+            if not request.finished and now < request.end:
+                request.cancelled_at = max(now, request.start) if now >= request.start else now
+                cancelled.append(request)
+        return cancelled
+
+    def forget(self, target):
+        self.by_target.pop(target, None)
+
+    def pump(self, now):
+        """Emit the events and apply the ends that are due at `now`, in time order."""
+        if not self.active:
+            return
+        due = []
+        for request in self.active:
+            if not request.started_emitted and request.cancelled_at is None and now >= request.start:
+                due.append((request.start, 0, request))
+            if now >= request.end:
+                due.append((request.end, 1, request))
+        for at, kind, request in sorted(due, key=lambda item: (item[0], item[1])):
+            if kind == 0:
+                request.started_emitted = True
+                self.on_event("DEPLOYMENT_STARTED", request, at)
+            else:
+                self._finish(request, at)
+
+    def _finish(self, request, at):
+        request.finished = True
+        self.active.remove(request)
+        queue = self.queues.get(request.queue, [])
+        if request in queue:
+            queue.remove(request)
+        if not queue:
+            self.queues.pop(request.queue, None)
+        state, _, _, success = request.phase(at)
+        if request.cancelled_at is not None:
+            self.on_event("DEPLOYMENT_CANCELLED", request, at)
+        else:
+            self.on_event("DEPLOYMENT_SUCCEEDED" if success else "DEPLOYMENT_FAILED", request, at)
+        self.on_end(request, bool(success))
+
+    def next_due(self):
+        times = [r.start for r in self.active if not r.started_emitted] + [r.end for r in self.active]
+        return min(times, default=math.inf)

@@ -1,0 +1,161 @@
+"""pytest plugin for client teams: a running mock, reset between tests, and journal assertions.
+
+    def test_deploy_waits_for_success(mockserver):
+        client = MyPlatformClient(mockserver.url, token=mockserver.tokens["admin"])
+        client.deploy(APP_ID)
+        mockserver.advance(60)
+        mockserver.assert_called(operation="deployApplication", times=1)
+
+The session starts one mock in-process (uvicorn in a thread, on a free loopback port,
+manual clock by default), or uses an existing one given by `--mockserver-url` or the
+environment variable MOCKSERVER_URL. Each test gets it freshly reset.
+"""
+
+import os
+import socket
+import threading
+import time
+
+import httpx
+import pytest
+
+TOKENS = {"admin": "mock-admin-token", "read": "mock-read-token", "write": "mock-write-token",
+          "deploy": "mock-deploy-token"}
+
+
+class MockServerClient:
+    """A handle on a running mock: its URL, tokens, and its control API."""
+
+    def __init__(self, url):
+        self.url = url.rstrip("/")
+        self.tokens = dict(TOKENS)
+        self.http = httpx.Client(base_url=self.url, timeout=30)
+
+    def headers(self, scope="admin"):
+        return {"Authorization": f"Token {self.tokens[scope]}"}
+
+    def _control(self, method, path, **kwargs):
+        response = self.http.request(method, f"/_mock{path}", **kwargs)
+        if response.status_code >= 400:
+            raise AssertionError(f"control API {method} {path} answered {response.status_code}: {response.text}")
+        return response.json() if response.content else None
+
+    # state and time
+    def reset(self, scenarios=False):
+        return self._control("POST", "/reset", json={"scenarios": scenarios})
+
+    def advance(self, seconds):
+        return self._control("POST", "/clock/advance", json={"seconds": seconds})
+
+    def clock(self):
+        return self._control("GET", "/clock")
+
+    # scenarios
+    def scenario(self, name, document):
+        """Activate a scenario from YAML text or a dict (its `name` must be `name`)."""
+        if isinstance(document, dict):
+            import json
+            document = json.dumps({"name": name, **document})
+        return self._control("PUT", f"/scenarios/{name}", content=document.encode())
+
+    def remove_scenario(self, name):
+        self._control("DELETE", f"/scenarios/{name}")
+
+    # journal
+    def calls(self, **filters):
+        return self._control("GET", "/calls", params={k: v for k, v in filters.items() if v is not None})["results"]
+
+    def verify(self, times=None, at_least=None, at_most=None, **filters):
+        body = {k: v for k, v in filters.items() if v is not None}
+        for key, value in (("count", times), ("at_least", at_least), ("at_most", at_most)):
+            if value is not None:
+                body[key] = value
+        return self._control("POST", "/calls/verify", json=body)
+
+    def assert_called(self, times=None, at_least=None, at_most=None, **filters):
+        result = self.verify(times, at_least, at_most, **filters)
+        if not result["ok"]:
+            raise AssertionError(result["message"])
+        return result
+
+    def assert_not_called(self, **filters):
+        return self.assert_called(times=0, **filters)
+
+    # webhooks and tokens
+    def deliveries(self, **filters):
+        return self._control("GET", "/webhooks/deliveries", params=filters)["results"]
+
+    def mint_token(self, scopes=("Admin",), ttl_seconds=None, kind="token", organization=None, name=None):
+        body = {"scopes": list(scopes), "kind": kind}
+        for key, value in (("ttl_seconds", ttl_seconds), ("organization", organization), ("name", name)):
+            if value is not None:
+                body[key] = value
+        return self._control("POST", "/tokens", json=body)["token"]
+
+    def close(self):
+        self.http.close()
+
+
+class _InProcess:
+    """The mock served by uvicorn in a daemon thread."""
+
+    def __init__(self, clock="manual", fixtures=None, scenarios=()):
+        import uvicorn
+
+        from .app import MockServer
+        from .settings import Settings
+
+        settings = Settings(clock=clock, scenarios=list(scenarios))
+        if fixtures:
+            settings.fixtures = fixtures
+        self.app = MockServer(settings)
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=port, log_level="warning",
+                                                   access_log=False, lifespan="on"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.time() + 20
+        while not self.server.started:
+            if time.time() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the mock server did not start")
+            time.sleep(0.02)
+
+    def stop(self):
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("mockserver")
+    group.addoption("--mockserver-url", default=os.environ.get("MOCKSERVER_URL"),
+                    help="use a running mock at this URL instead of starting one (env MOCKSERVER_URL)")
+    group.addoption("--mockserver-clock", default="manual", choices=("manual", "real"),
+                    help="clock of the in-process mock (default manual)")
+
+
+@pytest.fixture(scope="session")
+def mockserver_session(request):
+    url = request.config.getoption("--mockserver-url")
+    local = None
+    if not url:
+        local = _InProcess(clock=request.config.getoption("--mockserver-clock"))
+        url = local.url
+    client = MockServerClient(url)
+    yield client
+    client.close()
+    if local is not None:
+        local.stop()
+
+
+@pytest.fixture
+def mockserver(mockserver_session):
+    """The mock, reset to its fixtures (scenarios removed) before the test."""
+    mockserver_session.reset(scenarios=True)
+    return mockserver_session

@@ -1,0 +1,261 @@
+"""Scenario files: named lists of rules that script failures.
+
+    name: flaky-status
+    rules:
+      - name: every-third-status-fails
+        match: {operation: getApplicationStatus, every: 3}
+        effect: {status: 500, message: status backend unavailable}
+
+A rule matches on any of operation, method, path (template or glob), token (name or
+value), headers, body values (dotted keys), and a count condition (nth, every, first)
+or a seeded probability. Its effect is any of: reply with a status and the error body,
+latency, drop the connection, make the deployment the call starts fail or stall or take
+other step durations, exhaust the caller's rate limit, make webhook deliveries fail.
+The first active rule that matches a call fires. A file is checked whole before it is
+activated; a broken one is refused with its file, line and problem and never half-loads.
+"""
+
+import fnmatch
+import random
+
+import jsonschema
+import orjson
+import yaml
+
+from .lifecycle import ERROR_STATES, PLANS
+
+STEP_NAMES = sorted({step[0] for steps in PLANS.values() for step in steps})
+STATES = sorted({step[1] for steps in PLANS.values() for step in steps})
+STEP_OR_STATE = {"type": "string", "enum": STEP_NAMES + STATES}
+FILE_SCHEMA = {
+    "type": "object",
+    "required": ["name", "rules"],
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$"},
+        "description": {"type": "string"},
+        "rules": {"type": "array", "minItems": 1, "items": {
+            "type": "object", "required": ["effect"], "additionalProperties": False,
+            "properties": {
+                "name": {"type": "string", "minLength": 1},
+                "match": {"type": "object", "additionalProperties": False, "properties": {
+                    "operation": {"type": "string"},
+                    "method": {"type": "string", "enum": ["GET", "POST", "PUT", "DELETE", "PATCH"]},
+                    "path": {"type": "string", "pattern": "^/"},
+                    "token": {"type": "string"},
+                    "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "body": {"type": "object"},
+                    "nth": {"type": "integer", "minimum": 1},
+                    "every": {"type": "integer", "minimum": 1},
+                    "first": {"type": "integer", "minimum": 1},
+                    "probability": {"type": "number", "minimum": 0, "maximum": 1},
+                }},
+                "effect": {"type": "object", "additionalProperties": False, "minProperties": 1, "properties": {
+                    "status": {"type": "integer", "minimum": 400, "maximum": 599},
+                    "message": {"type": "string"},
+                    "latency_ms": {"type": "number", "minimum": 0, "maximum": 600000},
+                    "drop": {"type": "boolean"},
+                    "deployment": {"type": "object", "additionalProperties": False, "minProperties": 1,
+                                   "properties": {
+                                       "fail_at": STEP_OR_STATE,
+                                       "state": {"type": "string", "enum": sorted(set(ERROR_STATES.values()))},
+                                       "stall": STEP_OR_STATE,
+                                       "durations": {"type": "object", "propertyNames": {"enum": STEP_NAMES},
+                                                     "additionalProperties": {"type": "integer", "minimum": 0,
+                                                                              "maximum": 86400}}}},
+                    "exhaust_rate_limit": {"type": "boolean"},
+                    "webhook_failures": {"type": "integer", "minimum": 1, "maximum": 100},
+                }},
+            },
+        }},
+    },
+}
+_CHECKER = jsonschema.Draft7Validator(FILE_SCHEMA)
+
+
+class ScenarioError(ValueError):
+    def __init__(self, source, line, problem):
+        super().__init__(f"{source}:{line}: {problem}" if line else f"{source}: {problem}")
+        self.source, self.line, self.problem = source, line, problem
+
+
+class Fired:
+    __slots__ = ("name", "effects")
+
+    def __init__(self, name, effects):
+        self.name = name
+        self.effects = effects
+
+
+class Rule:
+    def __init__(self, scenario, index, raw, seed):
+        self.name = f"{scenario}/{raw.get('name', f'rule-{index + 1}')}"
+        self.match = raw.get("match", {})
+        self.effect = raw["effect"]
+        self.count = 0
+        self.fired = 0
+        self._random = random.Random(f"{seed}:{self.name}")
+
+    def matches(self, operation, method, path, token, headers, body):
+        m = self.match
+        if "operation" in m and m["operation"] != operation.operation_id:
+            return False
+        if "method" in m and m["method"] != method:
+            return False
+        if "path" in m and not (m["path"] == operation.template or fnmatch.fnmatchcase(path, m["path"])):
+            return False
+        if "token" in m and m["token"] not in (token.name, token.value):
+            return False
+        for name, wanted in m.get("headers", {}).items():
+            if not fnmatch.fnmatchcase(headers.get(name.lower(), ""), wanted):
+                return False
+        for dotted, wanted in m.get("body", {}).items():
+            if _dig(body, dotted) != wanted:
+                return False
+        self.count += 1
+        n = self.count
+        if "nth" in m and n != m["nth"]:
+            return False
+        if "every" in m and n % m["every"]:
+            return False
+        if "first" in m and n > m["first"]:
+            return False
+        if "probability" in m and self._random.random() >= m["probability"]:
+            return False
+        self.fired += 1
+        return True
+
+    def effects(self):
+        e = self.effect
+        out = {"rule": self.name}
+        if "status" in e:
+            out["reply"] = {"status": e["status"], "message": e.get("message", f"injected by scenario rule {self.name}")}
+        if e.get("latency_ms"):
+            out["latency"] = e["latency_ms"] / 1000
+        for flag in ("drop", "exhaust_rate_limit", "webhook_failures"):
+            if e.get(flag):
+                out[flag] = e[flag]
+        if "deployment" in e:
+            d = e["deployment"]
+            out["deployment"] = {"fail_at": d.get("fail_at"), "fail_state": d.get("state"),
+                                 "stall_at": d.get("stall"), "durations": d.get("durations")}
+        return out
+
+    def describe(self):
+        return {"name": self.name, "match": self.match, "effect": self.effect, "matched": self.count,
+                "fired": self.fired}
+
+
+class Scenarios:
+    def __init__(self, spec, seed=1):
+        self.spec = spec
+        self.seed = seed
+        self.active = {}                       # name -> {"source", "description", "rules", "raw"}
+
+    def parse(self, text, source):
+        """Check a scenario document whole; returns (name, raw) or raises ScenarioError."""
+        try:
+            node = yaml.compose(text, Loader=yaml.SafeLoader)
+            raw = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            raise ScenarioError(source, mark.line + 1 if mark else None,
+                                f"not valid YAML: {getattr(error, 'problem', error)}") from None
+        lines = _lines(node)
+        for error in sorted(_CHECKER.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path))):
+            path = tuple(error.absolute_path)
+            where = ".".join(map(str, path)) or "document"
+            raise ScenarioError(source, _line_of(lines, path), f"{where}: {error.message}")
+        for index, rule in enumerate(raw["rules"]):
+            operation = rule.get("match", {}).get("operation")
+            if operation is not None and operation not in self.spec.operations:
+                raise ScenarioError(source, _line_of(lines, ("rules", index, "match", "operation")),
+                                    f"rules.{index}.match.operation: unknown operation {operation!r}")
+        return raw["name"], raw
+
+    def activate(self, raw, source):
+        name = raw["name"]
+        rules = [Rule(name, i, rule, self.seed) for i, rule in enumerate(raw["rules"])]
+        self.active[name] = {"source": source, "description": raw.get("description", ""), "rules": rules,
+                             "raw": raw}
+        return name
+
+    def load_file(self, path):
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+        _, raw = self.parse(text, str(path))
+        return self.activate(raw, str(path))
+
+    def load_text(self, text, source, name=None):
+        if text.lstrip().startswith("{"):
+            try:
+                orjson.loads(text)
+            except orjson.JSONDecodeError as error:
+                raise ScenarioError(source, None, f"not valid JSON: {error}") from None
+        parsed_name, raw = self.parse(text, source)
+        if name is not None and parsed_name != name:
+            raise ScenarioError(source, None, f"scenario is named {parsed_name!r} but was sent to {name!r}")
+        return self.activate(raw, source)
+
+    def remove(self, name):
+        return self.active.pop(name, None) is not None
+
+    def clear(self):
+        self.active.clear()
+
+    def rewind(self):
+        """Forget how often rules matched (after a reset of the state)."""
+        for scenario in self.active.values():
+            for rule in scenario["rules"]:
+                rule.count = rule.fired = 0
+                rule._random = random.Random(f"{self.seed}:{rule.name}")
+
+    def evaluate(self, operation, method, path, token, headers, body):
+        if not self.active:
+            return None
+        for scenario in self.active.values():
+            for rule in scenario["rules"]:
+                if rule.matches(operation, method, path, token, headers, body):
+                    return Fired(rule.name, rule.effects())
+        return None
+
+    def describe(self, name):
+        scenario = self.active[name]
+        return {"name": name, "source": scenario["source"], "description": scenario["description"],
+                "rules": [rule.describe() for rule in scenario["rules"]]}
+
+
+def _dig(body, dotted):
+    value = body
+    for part in dotted.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return None
+    return value
+
+
+def _lines(node, path=(), out=None):
+    """Map each path in a composed YAML tree to its 1-based line."""
+    out = {} if out is None else out
+    if node is None:
+        return out
+    out[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            child = path + (key.value,)
+            _lines(value, child, out)
+            out[child] = key.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _lines(item, path + (index,), out)
+    return out
+
+
+def _line_of(lines, path):
+    path = tuple(path)
+    while path not in lines and path:
+        path = path[:-1]
+    return lines.get(path)

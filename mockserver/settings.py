@@ -1,0 +1,49 @@
+"""Settings of one mock server: every knob of the CLI and the container, with its default."""
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+
+def default_fixtures():
+    """The fixtures shipped with the package (installed), or the repository's `fixtures/` (checkout)."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "fixtures", here.parent / "fixtures"):
+        if (candidate / "organizations.yaml").is_file():
+            return candidate
+    return here / "fixtures"
+
+
+@dataclass
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    fixtures: Path = field(default_factory=default_fixtures)
+    seed: int = 1
+    rate_limit: int = 1000
+    rate_window: float = 3600.0
+    rate_limit_from_cli: bool = False     # a CLI --rate-limit wins over the fixtures' rate_limit
+    clock: str = "real"
+    speed: float = 1.0
+    jwt_secret: str = "mock-jwt-secret"
+    journal_size: int = 10000
+    max_body: int = 1_048_576
+    scenarios: list = field(default_factory=list)
+    self_check: bool = False
+    log_level: str = "warning"
+
+
+_RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_rate(text):
+    """'1000/3600', '5/10s', '100/1m', '1000/1h' -> (limit, window seconds)."""
+    match = _RATE.match(str(text))
+    if not match:
+        raise ValueError(f"rate limit must look like N/WINDOW (e.g. 1000/3600 or 5/10s), not {text!r}")
+    limit, window, unit = int(match[1]), float(match[2]) * _UNITS[match[3]], match[3]
+    if limit < 1 or window <= 0:
+        raise ValueError(f"rate limit needs at least 1 request in a window longer than 0, not {text!r}")
+    return limit, window

@@ -1,0 +1,160 @@
+"""The API document, loaded and compiled once at start-up.
+
+`Spec.load()` reads `openapi/openapi.yaml`, builds one `Operation` per method and path
+(with its prebuilt validators) and a router that finds an operation by walking the
+path's segments in a tree: literal segments first, then the parameter slot. Lookup
+cost depends on the path's depth, not on the number of routes.
+"""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+import yaml
+
+from .errors import ApiError
+from .validation import UUID, Validator, coerce, to_json_schema
+
+DOCUMENT = Path(__file__).with_name("openapi") / "openapi.yaml"
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(eq=False)
+class Operation:
+    operation_id: str
+    method: str
+    template: str
+    scope: str
+    status: int
+    params: tuple                      # path parameter names in order
+    query: dict                        # name -> JSON schema
+    body: Validator | None
+    body_required: bool
+    responses: dict = field(default_factory=dict)   # status -> Validator | None (self-check)
+
+    def check_query(self, raw):
+        """Parsed, typed query values of declared parameters, and violations."""
+        values, errors = {}, []
+        for name, (schema, validator) in self.query.items():
+            if name not in raw:
+                if "default" in schema:
+                    values[name] = schema["default"]
+                continue
+            value = coerce(raw[name], schema)
+            errors += validator.errors(value, f"query.{name}")
+            values[name] = value
+        return values, errors
+
+
+class _Node:
+    __slots__ = ("literal", "param", "methods")
+
+    def __init__(self):
+        self.literal = {}
+        self.param = None
+        self.methods = None            # method -> Operation
+
+
+class Spec:
+    def __init__(self, document):
+        self.document = document
+        self.json = orjson.dumps(document)
+        self.components = document.get("components", {}).get("schemas", {})
+        self.operations = {}
+        self.path = None
+        self._error_validator = None
+        self._validators = {}
+        self._root = _Node()
+        for template, item in document["paths"].items():
+            for method, raw in item.items():
+                if method in ("parameters", "summary", "description", "servers"):
+                    continue
+                self._add(self._compile(template, method.upper(), raw))
+
+    @property
+    def error_validator(self):
+        if self._error_validator is None:
+            self._error_validator = Validator(self.schema("Error"))
+        return self._error_validator
+
+    def request_validator(self, name):
+        """Validator of a component schema by name (fixtures are checked with these)."""
+        if name not in self._validators:
+            self._validators[name] = Validator(self.schema(name))
+        return self._validators[name]
+
+    def yaml_bytes(self):
+        return DOCUMENT.read_bytes() if self.path == DOCUMENT else yaml.safe_dump(self.document).encode()
+
+    @classmethod
+    def load(cls, path=DOCUMENT):
+        with open(path, "rb") as handle:
+            spec = cls(yaml.load(handle, Loader=_Loader))
+        spec.path = path
+        return spec
+
+    def schema(self, name):
+        """JSON Schema of a component (fixtures are checked against these)."""
+        return to_json_schema({"$ref": f"#/components/schemas/{name}"}, self.components)
+
+    # ------------------------------------------------------------ compile
+    def _compile(self, template, method, raw):
+        params = tuple(segment[1:-1] for segment in template.split("/") if segment.startswith("{"))
+        query = {}
+        for param in raw.get("parameters", []):
+            if param["in"] == "query":
+                schema = to_json_schema(param["schema"], self.components)
+                query[param["name"]] = (schema, Validator(schema))
+        body, body_required = None, False
+        if "requestBody" in raw:
+            media = raw["requestBody"]["content"]["application/json"]
+            body = Validator(to_json_schema(media["schema"], self.components))
+            body_required = raw["requestBody"].get("required", False)
+        responses = {}
+        for status, response in raw["responses"].items():
+            if "$ref" in response:
+                response = self.document["components"]["responses"][response["$ref"].rsplit("/", 1)[-1]]
+            media = response.get("content", {}).get("application/json")
+            responses[int(status)] = Validator(to_json_schema(media["schema"], self.components)) if media else None
+        success = min(code for code in responses if code < 300)
+        return Operation(raw["operationId"], method, template, raw.get("x-scope", "read"), success, params, query,
+                         body, body_required, responses)
+
+    def _add(self, operation):
+        node = self._root
+        for segment in operation.template.strip("/").split("/"):
+            if segment.startswith("{"):
+                node.param = node.param or _Node()
+                node = node.param
+            else:
+                node = node.literal.setdefault(segment, _Node())
+        node.methods = node.methods or {}
+        node.methods[operation.method] = operation
+        self.operations[operation.operation_id] = operation
+
+    # ------------------------------------------------------------ match
+    def match(self, method, path):
+        """(Operation, path values) or ApiError 404 / 405 with Allow; invalid ids are a 400."""
+        values = []
+        node = self._root
+        for segment in path.strip("/").split("/"):
+            nxt = node.literal.get(segment)
+            if nxt is None:
+                nxt = node.param
+                if nxt is None:
+                    raise ApiError(404, f"no route for {path}")
+                values.append(segment)
+            node = nxt
+        if not node.methods:
+            raise ApiError(404, f"no route for {path}")
+        operation = node.methods.get(method)
+        if operation is None:
+            allow = ", ".join(sorted(node.methods))
+            raise ApiError(405, f"method {method} is not allowed on {path}; allowed: {allow}", headers={"Allow": allow})
+        return operation, dict(zip(operation.params, values))
+
+
+def check_path(operation, values):
+    """Every path parameter of the API is a uuid."""
+    return [(f"path.{name}", f"{value!r} is not a valid uuid")
+            for name, value in values.items() if not UUID.match(value)]

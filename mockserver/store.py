@@ -1,0 +1,105 @@
+"""The store: every resource of every organization, in tables indexed by id and by parent.
+
+An `Entry` holds the public record (`data`, exactly what the API returns), the id of
+the organization it belongs to, the id of its parent, and `private` values that must
+never be returned (secret values, secret registry config, webhook secrets). Lookups by
+id check the organization, so an id of another organization is simply not found.
+"""
+
+from .errors import not_found
+
+# Which tables hold the children of a record of a table (deleting a parent deletes these).
+CHILD_TABLES = {
+    "organizations": ("projects", "clusters", "registries", "webhooks", "labels_groups", "credentials"),
+    "projects": ("environments", "variables", "secrets"),
+    "environments": ("services", "variables", "secrets", "deployment_rules"),
+    "services": ("variables", "secrets", "backups", "custom_domains"),
+}
+NOUNS = {
+    "organizations": "organization", "projects": "project", "environments": "environment",
+    "services": "service", "variables": "variable", "secrets": "secret", "clusters": "cluster",
+    "registries": "container registry", "webhooks": "webhook", "labels_groups": "labels group",
+    "credentials": "credentials", "backups": "backup", "custom_domains": "custom domain",
+    "deployment_rules": "deployment rule",
+}
+
+
+class Entry:
+    __slots__ = ("data", "org", "parent", "private", "meta")
+
+    def __init__(self, data, org, parent=None, private=None, meta=None):
+        self.data = data
+        self.org = org
+        self.parent = parent
+        self.private = private
+        self.meta = meta if meta is not None else {}
+
+    @property
+    def id(self):
+        return self.data["id"]
+
+
+class Table:
+    def __init__(self, name):
+        self.name = name
+        self.noun = NOUNS[name]
+        self.rows = {}
+        self.children = {}                     # parent id -> {id: Entry}, in insertion order
+
+    def add(self, entry):
+        self.rows[entry.id] = entry
+        self.children.setdefault(entry.parent, {})[entry.id] = entry
+        return entry
+
+    def find(self, ident, org=None):
+        entry = self.rows.get(ident)
+        if entry is None or (org is not None and entry.org != org):
+            return None
+        return entry
+
+    def get(self, ident, org, noun=None):
+        entry = self.find(ident, org)
+        if entry is None:
+            raise not_found(noun or self.noun, ident)
+        return entry
+
+    def under(self, parent):
+        return list(self.children.get(parent, {}).values())
+
+    def remove(self, ident):
+        entry = self.rows.pop(ident, None)
+        if entry is not None:
+            siblings = self.children.get(entry.parent)
+            if siblings is not None:
+                siblings.pop(ident, None)
+                if not siblings:
+                    del self.children[entry.parent]
+        return entry
+
+    def name_taken(self, parent, name, exclude=None, field="name", casefold=False):
+        wanted = name.casefold() if casefold else name
+        for entry in self.children.get(parent, {}).values():
+            value = entry.data.get(field)
+            if entry.id != exclude and value is not None and (value.casefold() if casefold else value) == wanted:
+                return True
+        return False
+
+
+class Store:
+    def __init__(self):
+        self.tables = {name: Table(name) for name in NOUNS}
+        for name, table in self.tables.items():
+            setattr(self, name, table)
+
+    def delete(self, table, ident):
+        """Remove a record and, depth first, everything below it."""
+        entry = self.tables[table].remove(ident)
+        if entry is None:
+            return None
+        for child_table in CHILD_TABLES.get(table, ()):
+            for child in self.tables[child_table].under(ident):
+                self.delete(child_table, child.id)
+        return entry
+
+    def count(self):
+        return {name: len(table.rows) for name, table in self.tables.items()}

@@ -1,0 +1,103 @@
+"""Request (and, in tests, response) validation against the API document.
+
+OpenAPI 3.0 schemas are converted once to JSON Schema (refs inlined, `nullable` turned
+into a null type) and compiled into validators at start-up. A validator returns every
+violation as `(location, message)`, never just the first one. Valid input, the common
+case, is checked by a compiled fast path; the slower collecting path only runs to
+explain a failure.
+"""
+
+import re
+
+import jsonschema
+import jsonschema_rs
+
+_DROP = {"example", "discriminator", "xml", "externalDocs", "readOnly", "writeOnly", "deprecated", "nullable"}
+UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
+def to_json_schema(schema, components, _seen=()):
+    """OpenAPI 3.0 schema -> self-contained JSON Schema (draft 7)."""
+    if isinstance(schema, list):
+        return [to_json_schema(item, components, _seen) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        if name in _seen:
+            raise ValueError(f"recursive schema {name} is not supported")
+        return to_json_schema(components[name], components, _seen + (name,))
+    out = {}
+    for key, value in schema.items():
+        if key in _DROP or key.startswith("x-"):
+            continue
+        if key == "properties":
+            out[key] = {name: to_json_schema(sub, components, _seen) for name, sub in value.items()}
+        elif isinstance(value, (dict, list)):
+            out[key] = to_json_schema(value, components, _seen)
+        else:
+            out[key] = value
+    if schema.get("nullable"):
+        if "type" in out:
+            out["type"] = [out["type"], "null"]
+        if "enum" in out:
+            out["enum"] = [*out["enum"], None]
+    return out
+
+
+class Validator:
+    """Validate one kind of value: `errors(value, "body")` -> [(location, message), ...]."""
+
+    def __init__(self, schema):
+        self.schema = schema
+        self._fast = jsonschema_rs.validator_for(schema, validate_formats=True)
+        self._full = jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker())
+
+    def errors(self, value, where):
+        if self._fast.is_valid(value):
+            return []
+        found = []
+        for error in self._full.iter_errors(value):
+            found.extend(_explain(error, where))
+        return found or [(where, "is not valid")]
+
+
+def _explain(error, where):
+    """Turn one jsonschema error into located messages; open up oneOf/anyOf to the closest branch."""
+    location = _location(where, error.absolute_path)
+    if error.validator == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else ""
+        return [(f"{location}.{missing}" if missing else location, error.message)]
+    if error.validator in ("oneOf", "anyOf") and error.context:
+        branches = {}
+        for sub in error.context:
+            branches.setdefault(sub.schema_path[0], []).append(sub)
+        best = min(branches.values(), key=len)
+        out = []
+        for sub in best:
+            out.extend(_explain(sub, where))
+        return out
+    return [(location, error.message)]
+
+
+def _location(where, path):
+    out = where
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def coerce(raw, schema):
+    """Query string value -> the JSON type its schema declares (left as is if it does not parse)."""
+    kind = schema.get("type")
+    kind = next((k for k in kind if k != "null"), None) if isinstance(kind, list) else kind
+    try:
+        if kind == "integer":
+            return int(raw)
+        if kind == "number":
+            return float(raw)
+    except ValueError:
+        return raw
+    if kind == "boolean" and raw in ("true", "false"):
+        return raw == "true"
+    return raw

@@ -1,0 +1,129 @@
+"""Webhook delivery: deployment events POSTed to every matching registered webhook.
+
+A delivery is queued when its event happens (on the mock's clock) and attempted by
+`pump(now)` in a background task, so a slow or dead receiver never delays an API reply.
+A reply other than 2xx, or no reply, schedules another attempt after a backoff measured
+on the mock's clock (1, 2, 4, 8 s ... up to MAX_ATTEMPTS). Each attempt is recorded:
+time, status or error, duration. With a webhook secret, the request carries
+`X-Mock-Signature: sha256=HMAC(secret, "<timestamp>.<body>")` and `X-Mock-Timestamp`.
+"""
+
+import asyncio
+import hashlib
+import hmac
+import time
+from collections import deque
+
+import orjson
+
+from .clock import iso
+
+MAX_ATTEMPTS = 5
+BACKOFF = (1, 2, 4, 8, 16)
+TIMEOUT = 5.0
+KEEP = 10000
+
+
+def sign(secret, timestamp, body):
+    return "sha256=" + hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+
+
+class Webhooks:
+    def __init__(self, rt):
+        self.rt = rt
+        self.deliveries = deque(maxlen=KEEP)
+        self.pending = []                      # (due, delivery)
+        self.forced_failures = []              # [remaining, rule name] from scenarios
+        self.tasks = set()
+        self.next_id = 1
+        self._client = None
+
+    # ------------------------------------------------------------ events
+    def on_deployment_event(self, event, request, at):
+        if request.service_type is None:       # cluster upgrades are not service deployments
+            return
+        payload = self.rt.deployments.event_payload(event, request, at)
+        self.emit(request.org, event, payload, request.call_id, at)
+
+    def emit(self, org, event, payload, cause, at):
+        for entry in self.rt.store.webhooks.under(org):
+            hook = entry.data
+            if not hook["enabled"] or event not in hook["events"]:
+                continue
+            delivery = {
+                "id": self.next_id, "webhook_id": hook["id"], "event_type": event, "target_url": hook["target_url"],
+                "payload": payload, "caused_by_call": cause, "created_at": iso(at), "status": "PENDING",
+                "attempts": [],
+            }
+            self.next_id += 1
+            self.deliveries.append(delivery)
+            self.pending.append((at, delivery, (entry.private or {}).get("target_secret")))
+
+    def fail_next(self, count, rule):
+        self.forced_failures.append([count, rule])
+
+    # ------------------------------------------------------------ attempts
+    def pump(self, now):
+        if not self.pending:
+            return
+        due = [item for item in self.pending if item[0] <= now]
+        if not due:
+            return
+        self.pending = [item for item in self.pending if item[0] > now]
+        loop = asyncio.get_running_loop()
+        for _, delivery, secret in due:
+            task = loop.create_task(self._attempt(delivery, secret))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def _attempt(self, delivery, secret):
+        clock = self.rt.clock
+        attempt = {"number": len(delivery["attempts"]) + 1, "at": iso(clock.now())}
+        started = time.perf_counter()
+        forced = next((item for item in self.forced_failures if item[0] > 0), None)
+        if forced is not None:
+            forced[0] -= 1
+            attempt.update(status_code=None, error=f"failed by scenario rule {forced[1]}")
+        else:
+            body = orjson.dumps({"event_type": delivery["event_type"], "payload": delivery["payload"]})
+            timestamp = str(int(clock.now()))
+            headers = {"Content-Type": "application/json", "User-Agent": "idp-mockserver-webhooks/1",
+                       "X-Mock-Event": delivery["event_type"], "X-Mock-Delivery": str(delivery["id"]),
+                       "X-Mock-Timestamp": timestamp}
+            if secret:
+                headers["X-Mock-Signature"] = sign(secret, timestamp, body)
+            try:
+                response = await self._http().post(delivery["target_url"], content=body, headers=headers)
+                attempt.update(status_code=response.status_code, error=None)
+            except Exception as exc:            # any transport failure is a failed attempt, never a crash
+                attempt.update(status_code=None, error=f"{type(exc).__name__}: {exc}".strip())
+        attempt["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
+        delivery["attempts"].append(attempt)
+        code = attempt["status_code"]
+        if code is not None and 200 <= code < 300:
+            delivery["status"] = "DELIVERED"
+        elif attempt["number"] >= MAX_ATTEMPTS:
+            delivery["status"] = "FAILED"
+        else:
+            delivery["status"] = "RETRYING"
+            self.pending.append((clock.now() + BACKOFF[attempt["number"] - 1], delivery, secret))
+
+    def _http(self):
+        if self._client is None:
+            import httpx
+            self._client = httpx.AsyncClient(timeout=TIMEOUT)
+        return self._client
+
+    async def close(self):
+        for task in list(self.tasks):
+            task.cancel()
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    # ------------------------------------------------------------ reading
+    def caused_by(self, call_id):
+        return [d["id"] for d in self.deliveries if d["caused_by_call"] == call_id]
+
+    def next_due(self):
+        return min((item[0] for item in self.pending), default=None)
