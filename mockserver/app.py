@@ -82,16 +82,16 @@ class MockServer:
         operation = body = rule = None
         query = {}
         reply_headers = []
-        call_id = rt.journal.next_id
+        call_id = rt.journal.reserve()
         try:
             operation, params = self.spec.match(method, path)
             rt.pump()
             now = clock.now()
-            raw = await _read_body(receive, self.settings.max_body)
             token = authenticate(headers.get("authorization"), rt.tokens, now, self.settings.jwt_secret,
-                                 rt.default_org)
+                                 rt.default_org, rt.store.organizations.rows)
             reply_headers = _encode(rt.limiter.spend(token, now))
             authorize(token, operation.scope)
+            raw = await _read_body(receive, self.settings.max_body)
             query = dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
             errors = check_path(operation, params)
             values, query_errors = operation.check_query(query)
@@ -99,7 +99,7 @@ class MockServer:
             if operation.operation_id in PRECHECKS:
                 PRECHECKS[operation.operation_id](body)
             errors += query_errors
-            if operation.body is not None and body is not None:
+            if operation.body is not None and raw.strip():
                 errors += operation.body.errors(body, "body")
             if errors:
                 raise invalid(errors)
@@ -120,16 +120,19 @@ class MockServer:
             elif error.headers:
                 reply_headers += _encode(error.headers)
         except Dropped:
-            rt.journal.record(clock.now(), method, path, operation, query, _journal_headers(headers), body, 0,
+            rt.journal.record(call_id, clock.now(), method, path, operation, query, _journal_headers(headers), body, 0,
                               b"", time.perf_counter() - started, rule)
             _close_connection(receive)
             return
+        except Exception as error:              # a bug: still the spec's error body, and the log says where
+            log.exception("unhandled error in %s %s", method, path)
+            status, payload = 500, ApiError(500, f"internal error: {type(error).__name__}").render()
         if self.settings.self_check:
             self._check_reply(operation, status, payload, method, path)
         out = reply_headers + JSON if payload else reply_headers
         await send({"type": "http.response.start", "status": status, "headers": out})
         await send({"type": "http.response.body", "body": payload})
-        rt.journal.record(clock.now(), method, path, operation, query, _journal_headers(headers), body, status,
+        rt.journal.record(call_id, clock.now(), method, path, operation, query, _journal_headers(headers), body, status,
                           payload, time.perf_counter() - started, rule)
 
     async def _apply(self, effects, token, now):

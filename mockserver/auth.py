@@ -42,7 +42,7 @@ class Token:
         return f"...{self.value[-4:]}"
 
 
-def authenticate(header, tokens, now, secret, default_org):
+def authenticate(header, tokens, now, secret, default_org, organizations=()):
     """The Token the header names, or ApiError 401."""
     if not header:
         raise ApiError(401, "missing Authorization header: send 'Token <api token>' or 'Bearer <token>'")
@@ -52,7 +52,7 @@ def authenticate(header, tokens, now, secret, default_org):
         raise ApiError(401, "malformed Authorization header: expected 'Token <api token>' or 'Bearer <token>'")
     token = tokens.get(credential)
     if token is None and scheme.lower() == "bearer" and credential.count(".") == 2:
-        token = _from_jwt(credential, secret, now, default_org)
+        token = _from_jwt(credential, secret, now, default_org, organizations)
     if token is None:
         raise ApiError(401, "invalid token")
     if token.expires_at is not None and now >= token.expires_at:
@@ -82,17 +82,20 @@ def mint_jwt(secret, claims):
     return f"{header}.{payload}.{_b64(signature)}"
 
 
-def _from_jwt(credential, secret, now, default_org):
+def _from_jwt(credential, secret, now, default_org, organizations):
     header, payload, signature = credential.split(".")
     expected = hmac.new(secret.encode(), f"{header}.{payload}".encode(), hashlib.sha256).digest()
     try:
-        valid = hmac.compare_digest(expected, _unb64(signature))
-        claims = orjson.loads(_unb64(payload)) if valid else None
-        algorithm = orjson.loads(_unb64(header)).get("alg") if valid else None
+        if not hmac.compare_digest(expected, _unb64(signature)):
+            return None
+        claims = orjson.loads(_unb64(payload))
+        head = orjson.loads(_unb64(header))
     except (ValueError, orjson.JSONDecodeError):
         return None
-    if not valid or algorithm != "HS256" or not isinstance(claims, dict):
+    if not isinstance(head, dict) or head.get("alg") != "HS256" or not isinstance(claims, dict):
         return None
+    if not isinstance(claims.get("sub"), str) or not claims["sub"]:
+        raise ApiError(401, "JWT has no sub claim")
     exp = claims.get("exp")
     if not isinstance(exp, (int, float)):
         raise ApiError(401, "JWT has no exp claim")
@@ -101,5 +104,7 @@ def _from_jwt(credential, secret, now, default_org):
     scopes = claims.get("scopes", ["Admin"])
     if not isinstance(scopes, list) or not all(s in GRANTS for s in scopes):
         return None
-    return Token(name=str(claims.get("sub", "jwt")), value=credential, organization=claims.get("org", default_org),
-                 scopes=scopes, expires_at=float(exp))
+    org = claims.get("org", default_org)
+    if org not in organizations:
+        raise ApiError(401, "JWT names an unknown organization")
+    return Token(name=claims["sub"], value=credential, organization=org, scopes=scopes, expires_at=float(exp))

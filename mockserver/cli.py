@@ -92,7 +92,6 @@ def settings_from(args):
                                    if os.environ.get("MOCKSERVER_RATE_LIMIT") else None)
         if rate:
             settings.rate_limit, settings.rate_window = rate
-            settings.rate_limit_from_cli = True
     return settings
 
 

@@ -18,7 +18,7 @@ from . import __version__
 from .auth import GRANTS, Token, mint_jwt
 from .clock import iso
 from .errors import ApiError
-from .journal import FILTERS, mismatches
+from .journal import FILTERS, mismatches, parse_since
 from .scenarios import ScenarioError
 
 DOCUMENT = Path(__file__).with_name("openapi") / "control.yaml"
@@ -79,6 +79,11 @@ def build_control(server):
         unknown = set(params) - set(FILTERS) - {"limit", "count", "at_least", "at_most"}
         if unknown:
             raise ApiError(400, f"unknown filter(s) {', '.join(sorted(unknown))}; use {', '.join(FILTERS)}")
+        if "since" in out:
+            try:
+                parse_since(out["since"])
+            except ValueError:
+                raise ApiError(400, f"since: {out['since']!r} is neither a call id nor an ISO 8601 time") from None
         return out
 
     async def calls(request):

@@ -58,9 +58,9 @@ class Fake:
         local.seed_instance(int.from_bytes(digest[:8], "big"))
         return local
 
-    def commits(self, repository, count, newest):
-        """`count` commits of a repository, newest first, one hour or so apart."""
-        local = self._local(repository)
+    def commits(self, repository, branch, count, newest):
+        """`count` commits of a repository's branch, newest first, one hour or so apart."""
+        local = self._local(f"{repository}#{branch}")
         out, at = [], newest
         for _ in range(count):
             sha = local.sha1()

@@ -149,7 +149,7 @@ def _timestamp(value):
 # ---------------------------------------------------------------- loading
 def load_into(rt, data):
     from .handlers.fixtures import Loader
-    if "rate_limit" in data and not rt.settings.rate_limit_from_cli:
+    if rt.settings.rate_limit is None and "rate_limit" in data:
         rt.limiter.limit, rt.limiter.window = data["rate_limit"]
     Loader(rt).load(data["organizations"])
     for item in data["tokens"]:

@@ -57,10 +57,14 @@ class Journal:
         self.dropped = 0
         self.next_id = 1
 
-    def record(self, at, method, path, operation, query, headers, body, status, response, duration, rule):
-        """Store one call. `operation` is the matched Operation or None; `response` the body bytes."""
+    def reserve(self):
+        """The id of a call that has just started (calls may end in another order)."""
         ident = self.next_id
         self.next_id += 1
+        return ident
+
+    def record(self, ident, at, method, path, operation, query, headers, body, status, response, duration, rule):
+        """Store one call. `operation` is the matched Operation or None; `response` the body bytes."""
         if len(self.entries) == self.size:
             self.dropped += 1
         if body is not None and operation is not None:
@@ -130,12 +134,14 @@ def _status_matches(status, wanted):
     return str(status) == text
 
 
-def _after(ident, at, wanted):
+def parse_since(wanted):
+    """A call id (int) or an ISO 8601 time (seconds, rounded to microseconds); ValueError otherwise."""
     text = str(wanted)
     if text.isdigit():
-        return ident > int(text)
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return False
-    return at >= moment
+        return int(text)
+    return round(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp(), 6)
+
+
+def _after(ident, at, wanted):
+    since = parse_since(wanted)
+    return ident > since if isinstance(since, int) else round(at, 6) >= since

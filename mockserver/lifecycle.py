@@ -65,6 +65,7 @@ class Request:
     fail_at: int | None = None
     fail_state: str | None = None
     stall_at: int | None = None
+    ready: float = 0.0          # earliest start: created_at plus the queue delay
     start: float = 0.0
     cancelled_at: float | None = None
     started_emitted: bool = False
@@ -144,7 +145,8 @@ class Lifecycle:
         """Queue a request: it starts `delay` seconds from now, or when the one before it ends."""
         queue = self.queues.setdefault(request.queue, [])
         previous_end = max((r.end for r in queue), default=now)
-        request.start = max(now + delay, previous_end)
+        request.ready = now + delay
+        request.start = max(request.ready, previous_end)
         queue.append(request)
         history = self.by_target.setdefault(request.target, [])
         request.number = len(history) + 1
@@ -163,13 +165,21 @@ class Lifecycle:
         request = self.latest(target)
         return request is not None and now < request.end
 
-    def cancel(self, queue_id, now):
-        """Cancel every request of a queue that has not ended; returns them."""
+    def cancel(self, queue_id, now, target=None):
+        """Cancel the requests of a queue (or of one target in it) that have not ended; the
+        requests queued behind them move up. Returns the cancelled requests."""
         cancelled = []
-        for request in self.queues.get(queue_id, []):
-            if not request.finished and now < request.end:
-                request.cancelled_at = max(now, request.start) if now >= request.start else now
+        queue = self.queues.get(queue_id, [])
+        for request in queue:
+            if not request.finished and now < request.end and target in (None, request.target):
+                request.cancelled_at = now
                 cancelled.append(request)
+        previous_end = now
+        for request in queue:
+            if request.cancelled_at is None and request.start > now:
+                request.start = max(previous_end, request.ready)
+            if request.cancelled_at is None:
+                previous_end = max(previous_end, request.end)
         return cancelled
 
     def forget(self, target):

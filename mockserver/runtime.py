@@ -43,7 +43,7 @@ class Runtime:
         self.fake = Fake(settings.seed)
         self.store = Store()
         self.tokens = {}
-        self.limiter = RateLimiter(settings.rate_limit, settings.rate_window)
+        self.limiter = RateLimiter(settings.rate_limit or 1000, settings.rate_window or 3600.0)
         self.journal = Journal(settings.journal_size)
         self.webhooks = Webhooks(self)
         self.deployments = Deployments(self)

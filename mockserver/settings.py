@@ -21,9 +21,8 @@ class Settings:
     port: int = 8080
     fixtures: Path = field(default_factory=default_fixtures)
     seed: int = 1
-    rate_limit: int = 1000
-    rate_window: float = 3600.0
-    rate_limit_from_cli: bool = False     # a CLI --rate-limit wins over the fixtures' rate_limit
+    rate_limit: int | None = None         # None: the fixtures' rate_limit, else 1000 per 3600 s
+    rate_window: float | None = None
     clock: str = "real"
     speed: float = 1.0
     jwt_secret: str = "mock-jwt-secret"
@@ -43,7 +42,7 @@ def parse_rate(text):
     match = _RATE.match(str(text))
     if not match:
         raise ValueError(f"rate limit must look like N/WINDOW (e.g. 1000/3600 or 5/10s), not {text!r}")
-    limit, window, unit = int(match[1]), float(match[2]) * _UNITS[match[3]], match[3]
+    limit, window = int(match[1]), float(match[2]) * _UNITS[match[3]]
     if limit < 1 or window <= 0:
         raise ValueError(f"rate limit needs at least 1 request in a window longer than 0, not {text!r}")
     return limit, window

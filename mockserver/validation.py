@@ -40,8 +40,10 @@ def to_json_schema(schema, components, _seen=()):
     if schema.get("nullable"):
         if "type" in out:
             out["type"] = [out["type"], "null"]
-        if "enum" in out:
-            out["enum"] = [*out["enum"], None]
+            if "enum" in out:
+                out["enum"] = [*out["enum"], None]
+        else:                                  # e.g. allOf: [$ref] beside nullable
+            out = {"anyOf": [out, {"type": "null"}]}
     return out
 
 
@@ -69,15 +71,46 @@ def _explain(error, where):
         missing = error.message.split("'")[1] if "'" in error.message else ""
         return [(f"{location}.{missing}" if missing else location, error.message)]
     if error.validator in ("oneOf", "anyOf") and error.context:
-        branches = {}
-        for sub in error.context:
-            branches.setdefault(sub.schema_path[0], []).append(sub)
-        best = min(branches.values(), key=len)
-        out = []
-        for sub in best:
-            out.extend(_explain(sub, where))
-        return out
-    return [(location, error.message)]
+        return _explain_branches(error, where, location)
+    return [(location, _message(error, location))]
+
+
+def _explain_branches(error, where, location):
+    """Pick the branch the value meant: the one whose single-value enum (a discriminator
+    such as `kind` or `type`) it satisfies; when none fits, list the accepted values."""
+    branches = {}
+    for sub in error.context:
+        branches.setdefault(sub.schema_path[0], []).append(sub)
+    for index in range(len(error.validator_value)):
+        branches.setdefault(index, [])
+    tags = {}
+    for branch in error.validator_value:
+        for name, prop in branch.get("properties", {}).items():
+            if isinstance(prop.get("enum"), list) and len(prop["enum"]) == 1:
+                tags.setdefault(name, []).append(prop["enum"][0])
+    tags = {name: values for name, values in tags.items() if len(values) == len(error.validator_value)}
+    fitting = [errors for errors in branches.values()
+               if not any(e.validator == "enum" and len(e.relative_path) == 1 and e.relative_path[0] in tags
+                          for e in errors)]
+    if not fitting and tags:
+        name = next(iter(tags))
+        value = error.instance.get(name) if isinstance(error.instance, dict) else None
+        return [(f"{location}.{name}", f"{value!r} is not one of {tags[name]}")]
+    best = min(fitting or branches.values(), key=len)
+    return [item for sub in best for item in _explain(sub, where)] or [(location, "is not valid")]
+
+
+SENSITIVE = frozenset({"value", "password", "secret_access_key", "cloudb_secret_key", "json_credentials",
+                       "target_secret"})
+
+
+def _message(error, location):
+    """jsonschema's message, without the offending value when it may be a secret or is long."""
+    text = error.message
+    shown = repr(error.instance)
+    if shown in text and (location.rsplit(".", 1)[-1] in SENSITIVE or len(shown) > 80):
+        text = text.replace(shown, "the value", 1)
+    return text
 
 
 def _location(where, path):

@@ -40,8 +40,8 @@ class Webhooks:
 
     # ------------------------------------------------------------ events
     def on_deployment_event(self, event, request, at):
-        if request.service_type is None:       # cluster upgrades are not service deployments
-            return
+        if request.service_type is None or request.action != "DEPLOY":
+            return                             # events concern deployments of services (spec, Events)
         payload = self.rt.deployments.event_payload(event, request, at)
         self.emit(request.org, event, payload, request.call_id, at)
 

@@ -14,15 +14,21 @@ RETURNED_CONFIG = tuple(REGISTRY_CONFIG_OUT["properties"])
 # ---------------------------------------------------------------- clusters
 def list_clusters(ctx):
     check_org(ctx, ctx.params["organizationId"])
-    return results(ctx.rt.store.clusters.under(ctx.org))
+    return {"results": [_current(ctx, entry) for entry in ctx.rt.store.clusters.under(ctx.org)]}
 
 
 def _cluster(ctx):
     return ctx.rt.store.clusters.get(ctx.params["clusterId"], ctx.org)
 
 
+def _current(ctx, entry):
+    """The cluster record with the status its upgrades give it now."""
+    entry.data["status"] = ctx.rt.deployments.cluster_status(entry, ctx.now)["status"]
+    return entry.data
+
+
 def get_cluster(ctx):
-    return _cluster(ctx).data
+    return _current(ctx, _cluster(ctx))
 
 
 def cluster_status(ctx):

@@ -120,7 +120,7 @@ def commits_of(rt, entry):
     repository = entry.data.get("git_repository")
     if not repository:
         return []
-    out = rt.fake.commits(f"{repository['url']}#{repository['branch']}", 100, entry.meta["created"])
+    out = rt.fake.commits(repository["url"], repository["branch"], 100, entry.meta["created"])
     return [{**commit, "created_at": iso(commit["created_at"])} for commit in out]
 
 
@@ -177,9 +177,7 @@ def _request_view(data):
 def delete(ctx, kind):
     rt = ctx.rt
     entry = service(ctx, kind)
-    for request in rt.lifecycle.history(entry.id):
-        if not request.finished and ctx.now < request.end:
-            request.cancelled_at = ctx.now
+    rt.lifecycle.cancel(entry.parent, ctx.now, target=entry.id)
     rt.deployments.start(ctx, entry, "DELETE")
     rt.pump()
     _count_registry(ctx, entry.data, -1)
@@ -206,6 +204,8 @@ def action(verb):
     def handler(ctx, kind):
         rt = ctx.rt
         entry = service(ctx, kind)
+        if verb == "redeploy" and entry.meta.get("deployed_rev") is None:
+            raise conflict(f"{kind} {entry.id} was never deployed: deploy it before a redeploy")
         commit = None
         if verb in ("deploy", "redeploy") and entry.data.get("git_repository"):
             commit = _commit(ctx, entry, verb)
@@ -217,10 +217,7 @@ def action(verb):
 def _commit(ctx, entry, verb):
     commits = commits_of(ctx.rt, entry)
     if verb == "redeploy":
-        deployed = entry.data["git_repository"].get("deployed_commit_id")
-        if deployed is None:
-            raise conflict(f"{entry.meta['kind']} {entry.id} was never deployed: deploy it before a redeploy")
-        wanted = deployed
+        wanted = entry.data["git_repository"].get("deployed_commit_id") or commits[0]["git_commit_id"]
     else:
         wanted = ctx.body.get("git_commit_id")
         if wanted is None:

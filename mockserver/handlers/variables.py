@@ -67,12 +67,12 @@ def chain(rt, owner):
     return out
 
 
-def resolve(ctx, scope, ident):
+def resolve(ctx, scope, ident, field):
     """The record a scope and an id name (override_parent_id, alias_parent_id)."""
     store = ctx.rt.store
     if scope == "BUILT_IN":
-        raise ApiError(400, "BUILT_IN variables are created by the platform; choose another scope",
-                       [("body.scope", "BUILT_IN is not allowed")])
+        raise ApiError(400, f"body.{field}: BUILT_IN variables are created by the platform; choose another scope",
+                       [(f"body.{field}", "BUILT_IN is not allowed")])
     if scope == "PROJECT":
         return store.projects.get(ident, ctx.org)
     if scope == "ENVIRONMENT":
@@ -121,8 +121,8 @@ def reference(family, target):
 
 
 def key_taken(rt, family, owner_id, key, exclude=None):
-    return any(e.data["key"] == key and e.data["variable_type"] != "OVERRIDE" and e.id != exclude
-               for e in rt.store.tables[family.table].under(owner_id))
+    """A key names one record per owner, whatever its type (overrides included)."""
+    return any(e.data["key"] == key and e.id != exclude for e in rt.store.tables[family.table].under(owner_id))
 
 
 def visible(rt, family, owner):
@@ -168,12 +168,10 @@ def edit(ctx, family, level):
     data = entry.data
     if data["variable_type"] == "BUILT_IN":
         raise ApiError(400, f"built-in {family.reference} {data['key']} cannot be edited")
-    if data["variable_type"] == "OVERRIDE" and body["key"] != data["key"]:
-        raise ApiError(400, "an override keeps the key of the variable it overrides",
-                       [("body.key", f"must be {data['key']!r}")])
-    if body["key"] != data["key"] and key_taken(rt, family, owner.id, body["key"], exclude=entry.id):
-        raise conflict(f"{family.reference} key {body['key']!r} already exists at this scope")
-    data["key"] = body["key"]
+    if data["variable_type"] != "OVERRIDE":          # an override keeps the key of what it overrides
+        if body["key"] != data["key"] and key_taken(rt, family, owner.id, body["key"], exclude=entry.id):
+            raise conflict(f"{family.reference} key {body['key']!r} already exists at this scope")
+        data["key"] = body["key"]
     for name in ("description", "enable_interpolation_in_file"):
         if name in body:
             data[name] = body[name]
@@ -186,7 +184,9 @@ def edit(ctx, family, level):
     for dependent in dependents(rt, family, entry.id):
         ref_name = next(k for k in dependent.data if k.endswith(f"_{family.reference}"))
         dependent.data[ref_name] = reference(family, entry)
-        if dependent.data["variable_type"] == "ALIAS" and not family.secret:
+        if dependent.data["variable_type"] == "OVERRIDE":
+            dependent.data["key"] = data["key"]
+        elif not family.secret:
             dependent.data["value"] = data["value"]
     return data
 
@@ -223,7 +223,7 @@ def _derive(ctx, family, target, scope, parent, kind, key, value):
     if kind == "OVERRIDE" and any(e.meta.get("target") == target.id and e.data["variable_type"] == "OVERRIDE"
                                   for e in rt.store.tables[family.table].under(parent.id)):
         raise conflict(f"{family.reference} {target.id} is already overridden at this scope")
-    if kind == "ALIAS" and key_taken(rt, family, parent.id, key):
+    if key_taken(rt, family, parent.id, key):
         raise conflict(f"{family.reference} key {key!r} already exists at this scope")
     mount_path = target.data["mount_path"] if kind == "OVERRIDE" else None
     entry = make(ctx, family, parent, key, value, scope, kind, mount_path, body.get("description"),
@@ -238,14 +238,14 @@ def _target(ctx, family, param):
 def create_override(ctx, family):
     target = _target(ctx, family, family.item_param)
     scope = ctx.body["override_scope"]
-    parent = resolve(ctx, scope, ctx.body["override_parent_id"])
+    parent = resolve(ctx, scope, ctx.body["override_parent_id"], "override_scope")
     return _derive(ctx, family, target, scope, parent, "OVERRIDE", target.data["key"], ctx.body["value"])
 
 
 def create_alias(ctx, family):
     target = _target(ctx, family, family.item_param)
     scope = ctx.body["alias_scope"]
-    parent = resolve(ctx, scope, ctx.body["alias_parent_id"])
+    parent = resolve(ctx, scope, ctx.body["alias_parent_id"], "alias_scope")
     value = None if family.secret else target.data["value"]
     if family.secret:
         value = target.private["value"]

@@ -30,6 +30,9 @@ ERRORS = {
     415: ("UnsupportedMediaType", "Unsupported Media Type", "The request body is not JSON"),
     429: ("TooManyRequests", "Too Many Requests", "The token's rate limit is exhausted"),
     500: ("InternalServerError", "Internal Server Error", "Injected by a scenario; never raised otherwise"),
+    502: ("BadGateway", "Bad Gateway", "Injected by a scenario; never raised otherwise"),
+    503: ("ServiceUnavailable", "Service Unavailable", "Injected by a scenario; never raised otherwise"),
+    504: ("GatewayTimeout", "Gateway Timeout", "Injected by a scenario; never raised otherwise"),
 }
 RATE_HEADERS = {
     "X-RateLimit-Limit": ("Requests allowed in the current window", 1000),
@@ -101,7 +104,7 @@ def components():
 
 
 def error_statuses(op):
-    statuses = [400, 401, 403, 404, 429, 500]
+    statuses = [400, 401, 403, 404, 429, 500, 502, 503, 504]
     if op.request:
         statuses += [413, 415]
     if op.method in ("POST", "PUT", "DELETE"):

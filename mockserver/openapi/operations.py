@@ -71,7 +71,7 @@ def crud(tag, title, plural, collection, item, param, request, edit_request=None
     """create/list on `collection`, get/edit/delete on `item` for a simple record."""
     response = response or title
     # parameters the item path shares with the collection path come from the create request
-    shared = {name: f"$request.path.{name}" for name in PATH_PARAM.findall(collection)}
+    shared = {name: f"$request.path.{name}" for name in PATH_PARAM.findall(collection) if f"{{{name}}}" in item}
     read = {f"Get{title}": link(f"get{title}", **shared, **{param: "$response.body#/id"}),
             f"Delete{title}": link(f"delete{title}", **shared, **{param: "$response.body#/id"})}
     read.update(create_links or {})

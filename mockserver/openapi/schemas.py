@@ -342,7 +342,7 @@ SCHEMAS = {
     "ContainerRequest": obj(
         {"name": s("worker", minLength=1, maxLength=255), "description": DESCRIPTION,
          **IMAGE_SOURCE["properties"], **RESOURCES, "ports": arr(PORT, maxItems=20),
-         "arguments": arr(s("--verbose")), "entrypoint": s("/app/worker")},
+         "arguments": arr(s("--verbose")), "entrypoint": nullable(s("/app/worker"))},
         ["name", "registry_id", "image_name", "tag"],
     ),
     "DatabaseRequest": {
@@ -496,7 +496,7 @@ SCHEMAS = {
     "ClusterStatus": obj(
         {"cluster_id": uuid(IDS["cluster"]), "status": enum(CLUSTER_STATES, "DEPLOYED"), "is_deployed": boolean(True),
          "next_k8s_available_version": nullable(s("1.32")), "last_execution_id": nullable(s("c1a5e7d9-3")),
-         "cluster_lock": nullable(ref("ClusterLock")), "last_deployment_date": nullable(datetime())},
+         "cluster_lock": {"allOf": [ref("ClusterLock")], "nullable": True}, "last_deployment_date": nullable(datetime())},
         ["cluster_id", "status", "is_deployed"],
     ),
     "LabelsGroupRequest": obj(

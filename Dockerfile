@@ -1,0 +1,39 @@
+# Mock server of the Infrastructure Deployment Platform API.
+#   docker build -t idp-mockserver .
+#   docker run --rm -p 8080:8080 idp-mockserver
+# Mount your own fixtures over /srv/mockserver/fixtures, your scenarios over /srv/mockserver/scenarios
+# (and set MOCKSERVER_SCENARIOS=/srv/mockserver/scenarios to activate them).
+ARG BASE_IMAGE=python:3.12-slim
+FROM ${BASE_IMAGE}
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1
+
+WORKDIR /src
+# README* may be absent: the wildcard keeps the COPY valid either way.
+COPY pyproject.toml README* ./
+COPY mockserver/ mockserver/
+COPY fixtures/ fixtures/
+RUN pip install --no-cache-dir . \
+    && rm -rf /src
+
+# Defaults shipped in the image; mount your own over these folders.
+COPY fixtures/ /srv/mockserver/fixtures/
+COPY scenarios/ /srv/mockserver/scenarios/
+
+WORKDIR /srv/mockserver
+ENV HOST=0.0.0.0 \
+    PORT=8080 \
+    MOCKSERVER_FIXTURES=/srv/mockserver/fixtures
+
+USER 10001:10001
+EXPOSE 8080
+
+# Exec form, no shell (the slim image has no curl): Python reads the port the server uses
+# (MOCKSERVER_PORT, else PORT) and ignores any HTTP proxy set in the environment.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 \
+    CMD ["python", "-c", "import os, sys, urllib.request as r; port = os.environ.get('MOCKSERVER_PORT') or os.environ.get('PORT') or '8080'; opener = r.build_opener(r.ProxyHandler({})); sys.exit(opener.open(f'http://127.0.0.1:{port}/_mock/health', timeout=4).status != 200)"]
+
+CMD ["mockserver", "serve"]

@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""Benchmark of the mock server against a bare Starlette app (and optionally Stoplight Prism).
+
+    python bench/run.py                 # throughput table (~3 minutes)
+    python bench/run.py --with-prism    # add Prism 5.14.2 (installed into bench/.prism/ with npm)
+    python bench/run.py --scale         # add start-up time, RSS over 1M requests, latency vs store size
+
+Every server is pinned to CPU 0 and wrk to CPU 1 (taskset); wrk runs 1 thread, 8 connections.
+Results: a table on stdout, bench/results/latest.md and bench/results/latest.json.
+Only the standard library is used here; the servers run from the project's venv.
+"""
+import argparse
+import http.client
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+RESULTS = BENCH / "results"
+VENV_BIN = ROOT / ".venv" / "bin"
+MOCK = str(VENV_BIN / "mockserver") if (VENV_BIN / "mockserver").exists() else shutil.which("mockserver")
+PYTHON = str(Path(MOCK).parent / "python") if MOCK else sys.executable
+PRISM_VERSION = "5.14.2"
+PRISM = BENCH / ".prism" / "node_modules" / ".bin" / "prism"
+RATE = "1000000000/3600"
+TOKEN = {"Authorization": "Token mock-admin-token"}
+
+ORG = "8d3e6a4b-1f2c-4b7a-9e1d-3c5f7a9b2d10"
+PROJECT = "2f6b8d0a-4c1e-4b3d-9a5f-7e9c1b3d5f63"
+APP = "a7c9e1b3-5d7f-4b9d-8f1b-3d5f7b9d1fa5"
+# name -> (wrk kind, path, expected non-2xx status)
+REQUESTS = {
+    "a GET status": ("get", f"/application/{APP}/status", None),
+    "b GET list of 50 projects": ("get", f"/organization/{ORG}/project", None),
+    "c POST variable (validated)": ("create_var", f"/project/{PROJECT}/environmentVariable", None),
+    "d GET unauthenticated (401)": ("unauth", "/organization", 401),
+}
+
+
+# ------------------------------------------------------------------ processes and HTTP
+def call(port, method, path, body=None, headers=TOKEN, timeout=60):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        data = json.dumps(body).encode() if body is not None else None
+        conn.request(method, path, data, {**headers, **({"Content-Type": "application/json"} if data else {})})
+        reply = conn.getresponse()
+        return reply.status, reply.read()
+    finally:
+        conn.close()
+
+
+def start(cmd, port, log):
+    """Start a server on CPU 0; return (process, seconds from start to the first answered request)."""
+    began = time.perf_counter()
+    proc = subprocess.Popen(["taskset", "-c", "0", *cmd], stdout=log, stderr=log, cwd=ROOT)
+    while time.perf_counter() - began < 120:
+        if proc.poll() is not None:
+            sys.exit(f"server exited with {proc.returncode}: {' '.join(cmd)} (log: {log.name})")
+        try:
+            call(port, "GET", "/organization", headers={}, timeout=1)
+            return proc, time.perf_counter() - began
+        except OSError:
+            time.sleep(0.01)
+    stop(proc)
+    sys.exit(f"server did not answer within 120 s: {' '.join(cmd)}")
+
+
+def stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def rss_mib(pid):
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+
+
+def wrk(port, kind, path, tag="0", stop_after=0, conns=8, secs=3, timeout=10):
+    cmd = ["taskset", "-c", "1", "wrk", "-t1", f"-c{conns}", f"-d{secs}s", f"--timeout={timeout}s",
+           "-s", str(BENCH / "requests.lua"), f"http://127.0.0.1:{port}", "--", kind, path, tag, str(stop_after)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    out = []
+    for line in proc.stdout:                  # "STOP": the Lua script has its count, so end the run
+        out.append(line)
+        if line.startswith("STOP"):
+            proc.send_signal(signal.SIGINT)
+    if proc.wait() != 0:
+        sys.exit(f"wrk failed: {' '.join(cmd)}")
+    result = json.loads(next(line[7:] for line in out if line.startswith("RESULT ")))
+    result["rps"] = result["requests"] / (result["duration_us"] / 1e6)
+    return result
+
+
+def errors_of(result, expected):
+    bad = sum(n for status, n in result["statuses"].items() if not 200 <= int(status) < 300 and int(status) != expected)
+    return bad + result["socket_errors"]
+
+
+# ------------------------------------------------------------------ throughput
+def servers(with_prism):
+    yield "mock", [MOCK, "serve", "--port", "{port}", "--rate-limit", RATE]
+    yield "bare", [PYTHON, str(BENCH / "bare_app.py"), "--port", "{port}"]
+    if with_prism:
+        if not PRISM.exists():
+            print(f"installing @stoplight/prism-cli@{PRISM_VERSION} into bench/.prism/ ...", flush=True)
+            subprocess.run(["npm", "install", "--prefix", str(BENCH / ".prism"), "--no-audit", "--no-fund",
+                            "--save-exact", f"@stoplight/prism-cli@{PRISM_VERSION}"], check=True)
+        yield "prism", [str(PRISM), "mock", "-h", "127.0.0.1", "-p", "{port}", "--errors=false", "-v", "silent",
+                        str(ROOT / "mockserver" / "openapi" / "openapi.yaml")]
+
+
+def throughput(args, port):
+    rows = []
+    for name, cmd in servers(args.with_prism):
+        with open(RESULTS / f"{name}.log.raw", "w") as log:
+            proc, _ = start([part.format(port=port) for part in cmd], port, log)
+        try:
+            for n in range(48):                   # the fixtures have 2 projects: make it 50
+                call(port, "POST", f"/organization/{ORG}/project", {"name": f"bench-{n}"})
+            for kind, path, _ in REQUESTS.values():  # warm-up
+                wrk(port, kind, path, tag="warm", secs=1)
+            runs = {request: [] for request in REQUESTS}
+            for rep in range(args.runs):          # round robin, so that noise spreads over every request
+                for request, (kind, path, _) in REQUESTS.items():
+                    runs[request].append(wrk(port, kind, path, tag=str(rep), secs=args.seconds))
+            for request, results in runs.items():
+                rps = [r["rps"] for r in results]
+                rows.append({"server": name, "request": request, "rps": statistics.median(rps),
+                             "rps_min": min(rps), "rps_max": max(rps),
+                             "p50_ms": statistics.median(r["p50_us"] for r in results) / 1000,
+                             "p99_ms": statistics.median(r["p99_us"] for r in results) / 1000,
+                             "errors": sum(errors_of(r, REQUESTS[request][2]) for r in results),
+                             "requests": sum(r["requests"] for r in results), "runs": results})
+                print(f"  {name:6} {request:28} {rows[-1]['rps']:9.0f} req/s", flush=True)
+        finally:
+            stop(proc)
+    bare = {row["request"]: row["rps"] for row in rows if row["server"] == "bare"}
+    for row in rows:
+        row["vs_bare"] = row["rps"] / bare[row["request"]]
+    return rows
+
+
+# ------------------------------------------------------------------ scale
+def fill_projects(port, count, tag):
+    """Create `count` projects in the default organization: wrk for many, plain HTTP for few."""
+    if count > 2000:
+        wrk(port, "create_project", f"/organization/{ORG}/project", tag=tag, stop_after=count, secs=600)
+    else:
+        for n in range(count):
+            call(port, "POST", f"/organization/{ORG}/project", {"name": f"p_{tag}_{n}"})
+
+
+def scale(port):
+    out = {"startup_s": [], "rss_mib": {}, "latency": []}
+    cmd = [MOCK, "serve", "--port", str(port)]
+    with open(RESULTS / "scale.log.raw", "w") as log:
+        for _ in range(5):
+            proc, seconds = start(cmd, port, log)
+            stop(proc)
+            out["startup_s"].append(round(seconds, 3))
+        print(f"  start-up: median {statistics.median(out['startup_s']):.2f} s {out['startup_s']}", flush=True)
+
+        proc, _ = start(cmd + ["--rate-limit", RATE], port, log)
+        try:
+            out["rss_mib"]["0"] = rss_mib(proc.pid)
+            done = 0
+            for target in (250_000, 500_000, 1_000_000):
+                result = wrk(port, "get", f"/application/{APP}/status", stop_after=target - done, secs=900)
+                done += result["requests"]
+                out["rss_mib"][str(target)] = rss_mib(proc.pid)
+                print(f"  RSS after {done} requests: {out['rss_mib'][str(target)]} MiB", flush=True)
+        finally:
+            stop(proc)
+
+        proc, _ = start(cmd + ["--rate-limit", RATE], port, log)
+        try:
+            for size in (10, 1_000, 100_000):
+                for attempt in range(3):          # wrk may leave a few POSTs unsent when it stops
+                    projects = json.loads(call(port, "GET", f"/organization/{ORG}/project")[1])["results"]
+                    fill_projects(port, size - len(projects), tag=f"{size}_{attempt}")
+                projects = json.loads(call(port, "GET", f"/organization/{ORG}/project")[1])["results"]
+                one = projects[len(projects) // 2]["id"]
+                for what, path, secs in (("GET /project/{id} (one resource)", f"/project/{one}", 3),
+                                         ("GET project list (grows with the store)", f"/organization/{ORG}/project",
+                                          10 if size > 1000 else 3),
+                                         ("GET variables of the fixture app (stays small)",
+                                          f"/application/{APP}/environmentVariable", 3)):
+                    r = wrk(port, "get", path, conns=1, secs=secs, timeout=60)
+                    out["latency"].append({"projects": len(projects), "request": what, "p50_ms": r["p50_us"] / 1000,
+                                           "p99_ms": r["p99_us"] / 1000, "requests": r["requests"],
+                                           "errors": errors_of(r, None)})
+                    print(f"  {len(projects):>6} projects  {what:48} p50 {r['p50_us'] / 1000:8.2f} ms", flush=True)
+        finally:
+            stop(proc)
+    return out
+
+
+# ------------------------------------------------------------------ report
+def markdown(report):
+    lines = [f"Benchmark of {report['date']} on {report['cpus']} CPUs (load average {report['load_before']} before, "
+             f"{report['load_after']} after). Server on CPU 0, wrk on CPU 1; wrk -t1 -c8, {report['runs']} runs of "
+             f"{report['seconds']} s per request, median shown, req/s spread is min-max of the runs. The mock runs "
+             f"with `--rate-limit {RATE}` so that the default 1000/h limit does not turn replies into 429s; "
+             "its journal keeps its default bound. Errors: non-2xx replies (except 401 for d) and socket errors.", ""]
+    if report.get("throughput"):
+        lines += ["| server | request | req/s | spread (min-max) | p50 ms | p99 ms | errors | vs bare |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        lines += [f"| {r['server']} | {r['request']} | {r['rps']:.0f} | {r['rps_min']:.0f}-{r['rps_max']:.0f} | "
+                  f"{r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['errors']} | {r['vs_bare']:.2f} |"
+                  for r in report["throughput"]]
+    s = report.get("scale")
+    if s:
+        lines += ["", f"Start-up of `mockserver serve` to the first answered request: median "
+                  f"{statistics.median(s['startup_s']):.2f} s (runs: {s['startup_s']}).", "",
+                  "| requests served (GET status) | RSS MiB |", "| ---: | ---: |"]
+        lines += [f"| {int(n):,} | {mib} |" for n, mib in s["rss_mib"].items()]
+        lines += ["", "Latency with 1 connection as the store grows (projects in the default organization):", "",
+                  "| projects | request | p50 ms | p99 ms | requests | errors |", "| ---: | --- | ---: | ---: | ---: | ---: |"]
+        lines += [f"| {r['projects']:,} | {r['request']} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['requests']} | "
+                  f"{r['errors']} |" for r in s["latency"]]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--with-prism", action="store_true", help=f"also load Stoplight Prism {PRISM_VERSION}")
+    parser.add_argument("--scale", action="store_true", help="add start-up, memory and store-size figures (~7 min)")
+    parser.add_argument("--no-throughput", action="store_true", help="skip the throughput table")
+    parser.add_argument("--runs", type=int, default=5, help="runs per server and request (default 5)")
+    parser.add_argument("--seconds", type=int, default=3, help="seconds per run (default 3)")
+    parser.add_argument("--port", type=int, default=18080)
+    args = parser.parse_args()
+    if not shutil.which("wrk"):
+        sys.exit("wrk is missing: install it with `sudo apt-get install -y wrk` (Debian/Ubuntu)")
+    if not MOCK:
+        sys.exit("mockserver is missing: `python -m venv .venv && .venv/bin/pip install -e .`")
+    RESULTS.mkdir(exist_ok=True)
+    report = {"date": time.strftime("%Y-%m-%d %H:%M"), "cpus": os.cpu_count(), "runs": args.runs,
+              "seconds": args.seconds, "rate_limit": RATE, "load_before": os.getloadavg()[0]}
+    print(f"mock started with --rate-limit {RATE} (the default 1000/h would answer 429 under load)", flush=True)
+    if not args.no_throughput:
+        report["throughput"] = throughput(args, args.port)
+    if args.scale:
+        report["scale"] = scale(args.port)
+    report["load_after"] = os.getloadavg()[0]
+    text = markdown(report)
+    (RESULTS / "latest.md").write_text(text)
+    (RESULTS / "latest.json").write_text(json.dumps(report, indent=1) + "\n")
+    print("\n" + text + "\nwritten: bench/results/latest.md, bench/results/latest.json")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""The command line: `mockserver check` and `mockserver serve`, run as real processes."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import httpx
+import yaml
+
+from conftest import ADMIN, ORG, ROOT
+
+FIXTURES = ROOT / "fixtures"
+
+
+def run(*args, env=None, timeout=60):
+    return subprocess.run([sys.executable, "-m", "mockserver", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def fixtures_with(tmp_path, change):
+    """A copy of the default fixtures with `change(organizations_document)` applied."""
+    shutil.copy(FIXTURES / "tokens.yaml", tmp_path / "tokens.yaml")
+    document = yaml.safe_load((FIXTURES / "organizations.yaml").read_text())
+    change(document)
+    (tmp_path / "organizations.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    return tmp_path
+
+
+def lines_naming(text, needle):
+    return [line for line in text.splitlines() if needle in line]
+
+
+# ---------------------------------------------------------------- check
+def test_check_on_defaults_exits_0_and_says_ok():
+    result = run("check")
+    assert result.returncode == 0, result.stderr
+    assert "ok" in result.stdout
+
+
+def test_check_reports_broken_yaml_in_one_line_naming_the_file(tmp_path):
+    broken = tmp_path / "organizations.yaml"
+    broken.write_text("organizations:\n  - id: x\n   name: [broken\n")
+    result = run("check", "--fixtures", str(tmp_path))
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert len(lines_naming(output, str(broken))) == 1
+    assert "Traceback" not in output
+
+
+def test_check_reports_an_invalid_entry_with_its_location(tmp_path):
+    def bogus_mode(document):
+        document["organizations"][0]["projects"][0]["environments"][0]["mode"] = "BOGUS"
+    folder = fixtures_with(tmp_path, bogus_mode)
+    result = run("check", "--fixtures", str(folder))
+    assert result.returncode != 0
+    problems = lines_naming(result.stderr, "BOGUS")
+    assert len(problems) == 1
+    assert "organizations.yaml" in problems[0]
+    assert "environment production.mode" in problems[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_check_reports_every_problem_not_just_the_first(tmp_path):
+    def two_problems(document):
+        environments = document["organizations"][0]["projects"][0]["environments"]
+        environments[0]["mode"] = "BOGUS"
+        environments[1]["name"] = ""
+    result = run("check", "--fixtures", str(fixtures_with(tmp_path, two_problems)))
+    assert result.returncode != 0
+    assert lines_naming(result.stderr, "BOGUS")
+    assert lines_naming(result.stderr, ".name")
+    assert "2 problem(s)" in result.stderr
+
+
+def test_check_reports_a_missing_fixtures_folder(tmp_path):
+    missing = tmp_path / "nowhere"
+    result = run("check", "--fixtures", str(missing))
+    assert result.returncode != 0
+    assert lines_naming(result.stderr, str(missing))
+    assert "Traceback" not in result.stderr
+
+
+# ---------------------------------------------------------------- serve: bad options and fixtures
+def test_serve_with_nonsense_rate_limit_exits_2_with_a_clear_message():
+    result = run("serve", "--rate-limit", "nonsense")
+    assert result.returncode == 2
+    assert "--rate-limit" in result.stderr
+    assert "N/WINDOW" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_serve_with_nonsense_rate_limit_from_the_environment_exits_2():
+    result = run("serve", env={"MOCKSERVER_RATE_LIMIT": "lots"})
+    assert result.returncode == 2
+    assert "lots" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_serve_with_invalid_fixtures_exits_2_without_traceback(tmp_path):
+    def bogus_mode(document):
+        document["organizations"][0]["projects"][0]["environments"][0]["mode"] = "BOGUS"
+    result = run("serve", "--port", "1", "--fixtures", str(fixtures_with(tmp_path, bogus_mode)), timeout=20)
+    assert result.returncode == 2
+    assert len(lines_naming(result.stderr, "BOGUS")) == 1
+    assert "Traceback" not in result.stderr
+
+
+# ---------------------------------------------------------------- serve: a live server
+def test_serve_answers_the_api_on_its_port(live_server):
+    server = live_server("--clock", "manual")
+    reply = httpx.get(f"{server.url}/organization", headers=ADMIN, timeout=10)
+    assert reply.status_code == 200
+    assert reply.json()["id"] == ORG
+    assert reply.headers["X-RateLimit-Limit"] == "1000"
+    assert httpx.get(f"{server.url}/_mock/health", timeout=10).json()["clock"] == "manual"
+
+
+def test_serve_rate_limit_option_wins_over_the_fixtures(live_server):
+    server = live_server("--clock", "manual", "--rate-limit", "2/60s")
+    with httpx.Client(base_url=server.url, headers=ADMIN, timeout=10) as http:
+        assert [http.get("/organization").status_code for _ in range(3)] == [200, 200, 429]
+        assert http.get("/organization").headers["X-RateLimit-Limit"] == "2"
+        http.post("/_mock/clock/advance", json={"seconds": 61})
+        assert http.get("/organization").status_code == 200

@@ -1,0 +1,337 @@
+"""Webhook delivery to a real HTTP receiver: events, filters, retries, signatures, the
+link between a call and the deliveries it caused, and replies that never wait for a receiver.
+
+One live `mockserver serve --clock manual` serves the whole module (reset before each test);
+each test starts its own receiver, a small threaded HTTP server on a free loopback port.
+Deliveries are asynchronous, so tests poll (bounded) for what the receiver got.
+"""
+
+import hashlib
+import hmac
+import http.server
+import json
+import threading
+import time
+
+import httpx
+import pytest
+
+from conftest import ADMIN, APP, ENV, ORG, LiveServer, free_port
+
+WEBHOOKS = f"/organization/{ORG}/webhook"
+DEADLINE = 5.0                 # seconds to wait for an asynchronous delivery
+
+
+# ---------------------------------------------------------------- the receiver
+class Receiver:
+    """Records every POST (path, headers, raw body) and answers with the next status of a sequence
+    (the last one repeats), after an optional delay."""
+
+    def __init__(self, statuses=(200,), delay=0.0):
+        self.statuses = list(statuses)
+        self.delay = delay
+        self.requests = []
+        self.lock = threading.Lock()
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with receiver.lock:
+                    index = len(receiver.requests)
+                    receiver.requests.append({"path": self.path, "headers": dict(self.headers), "body": body,
+                                              "at": time.monotonic()})
+                    code = receiver.statuses[min(index, len(receiver.statuses) - 1)]
+                if receiver.delay:
+                    time.sleep(receiver.delay)
+                self.send_response(code)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.server.block_on_close = False
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+        self.thread.start()
+
+    def wait_for(self, count, timeout=DEADLINE):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if len(self.requests) >= count:
+                    return list(self.requests)
+            time.sleep(0.02)
+        raise AssertionError(f"receiver got {len(self.requests)} request(s), expected {count} within {timeout} s")
+
+    def events(self, path=None):
+        with self.lock:
+            return [json.loads(r["body"])["event_type"] for r in self.requests if path is None or r["path"] == path]
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver():
+    started = []
+
+    def start(statuses=(200,), delay=0.0):
+        made = Receiver(statuses, delay)
+        started.append(made)
+        return made
+
+    yield start
+    for made in started:
+        made.stop()
+
+
+# ---------------------------------------------------------------- the mock
+@pytest.fixture(scope="module")
+def live():
+    server = LiveServer("--clock", "manual")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def mock(live):
+    """An HTTP client on the live mock, reset to its fixtures (scenarios removed)."""
+    with httpx.Client(base_url=live.url, headers=ADMIN, timeout=10) as http:
+        assert http.post("/_mock/reset", json={"scenarios": True}).status_code == 200
+        yield http
+
+
+def advance(mock, seconds):
+    reply = mock.post("/_mock/clock/advance", json={"seconds": seconds})
+    assert reply.status_code == 200, reply.text
+
+
+def register(mock, target_url, events, **fields):
+    reply = mock.post(WEBHOOKS, json={"target_url": target_url, "events": events, "enabled": True, **fields})
+    assert reply.status_code == 201, reply.text
+    return reply.json()
+
+
+def deploy_app(mock):
+    reply = mock.post(f"/application/{APP}/deploy", json={})
+    assert reply.status_code == 202, reply.text
+    return reply.json()
+
+
+def run_deploy(mock):
+    """Deploy the fixture app and step the clock until it ends (start after 1 s, end after 8 s)."""
+    reply = deploy_app(mock)
+    advance(mock, 1)
+    advance(mock, 8)
+    return reply
+
+
+def deliveries(mock, **filters):
+    reply = mock.get("/_mock/webhooks/deliveries", params=filters)
+    assert reply.status_code == 200, reply.text
+    return reply.json()["results"]
+
+
+def wait_for_delivery(mock, predicate, timeout=DEADLINE):
+    """Poll the delivery log until one delivery satisfies `predicate`; returns it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [d for d in deliveries(mock) if predicate(d)]
+        if found:
+            return found[0]
+        time.sleep(0.02)
+    raise AssertionError(f"no delivery matched within {timeout} s: {deliveries(mock)}")
+
+
+def put_scenario(mock, name, rules):
+    reply = mock.put(f"/_mock/scenarios/{name}", content=json.dumps({"name": name, "rules": rules}))
+    assert reply.status_code == 200, reply.text
+
+
+# ---------------------------------------------------------------- events
+def test_deploy_sends_started_when_it_leaves_the_queue_then_succeeded(mock, receiver):
+    target = receiver()
+    register(mock, target.url, ["DEPLOYMENT_STARTED", "DEPLOYMENT_SUCCEEDED"])
+    deploy_app(mock)
+    assert deliveries(mock) == []                    # still queued: nothing happened yet
+    advance(mock, 1)
+    target.wait_for(1)
+    assert target.events() == ["DEPLOYMENT_STARTED"]
+    advance(mock, 8)
+    target.wait_for(2)
+    assert target.events() == ["DEPLOYMENT_STARTED", "DEPLOYMENT_SUCCEEDED"]
+
+
+def test_delivery_body_is_event_type_and_payload_of_the_deployment(mock, receiver):
+    target = receiver()
+    register(mock, target.url, ["DEPLOYMENT_STARTED", "DEPLOYMENT_SUCCEEDED"])
+    reply = run_deploy(mock)
+    requests = target.wait_for(2)
+    for request in requests:
+        body = json.loads(request["body"])
+        assert set(body) == {"event_type", "payload"}
+        assert body["payload"]["application_id"] == APP
+        assert body["payload"]["deployment_request_id"] == reply["id"]
+        assert request["headers"]["Content-Type"] == "application/json"
+        assert request["headers"]["X-Mock-Event"] == body["event_type"]
+
+
+def test_webhook_for_failures_only_gets_nothing_when_the_deploy_succeeds(mock, receiver):
+    target = receiver()
+    failures = register(mock, f"{target.url}/failures", ["DEPLOYMENT_FAILED"])
+    register(mock, f"{target.url}/successes", ["DEPLOYMENT_SUCCEEDED"])
+    run_deploy(mock)
+    target.wait_for(1)
+    assert target.events("/successes") == ["DEPLOYMENT_SUCCEEDED"]
+    assert target.events("/failures") == []
+    assert deliveries(mock, webhook_id=failures["id"]) == []
+
+
+def test_disabled_webhook_gets_nothing(mock, receiver):
+    target = receiver()
+    disabled = register(mock, f"{target.url}/disabled", ["DEPLOYMENT_SUCCEEDED"], enabled=False)
+    register(mock, f"{target.url}/enabled", ["DEPLOYMENT_SUCCEEDED"])
+    run_deploy(mock)
+    target.wait_for(1)
+    assert target.events("/enabled") == ["DEPLOYMENT_SUCCEEDED"]
+    assert target.events("/disabled") == []
+    assert deliveries(mock, webhook_id=disabled["id"]) == []
+
+
+def test_failed_deploy_sends_deployment_failed(mock, receiver):
+    put_scenario(mock, "fail-build", [{"match": {"operation": "deployApplication"},
+                                       "effect": {"deployment": {"fail_at": "BUILD"}}}])
+    target = receiver()
+    register(mock, target.url, ["DEPLOYMENT_SUCCEEDED", "DEPLOYMENT_FAILED"])
+    reply = run_deploy(mock)
+    requests = target.wait_for(1)
+    body = json.loads(requests[0]["body"])
+    assert body["event_type"] == "DEPLOYMENT_FAILED"
+    assert body["payload"]["deployment_request_id"] == reply["id"]
+    assert target.events() == ["DEPLOYMENT_FAILED"]
+
+
+def test_cancelled_deploy_sends_deployment_cancelled(mock, receiver):
+    target = receiver()
+    register(mock, target.url, ["DEPLOYMENT_SUCCEEDED", "DEPLOYMENT_FAILED", "DEPLOYMENT_CANCELLED"])
+    reply = deploy_app(mock)
+    advance(mock, 2)
+    assert mock.post(f"/environment/{ENV}/cancelDeployment").status_code == 202
+    requests = target.wait_for(1)
+    body = json.loads(requests[0]["body"])
+    assert body["event_type"] == "DEPLOYMENT_CANCELLED"
+    assert body["payload"]["deployment_request_id"] == reply["id"]
+    advance(mock, 20)
+    assert [d["event_type"] for d in deliveries(mock)] == ["DEPLOYMENT_CANCELLED"]
+
+
+# ---------------------------------------------------------------- retries
+def test_refused_delivery_is_retried_after_the_backoff(mock, receiver):
+    target = receiver(statuses=(500, 200))
+    hook = register(mock, target.url, ["DEPLOYMENT_STARTED"])
+    deploy_app(mock)
+    advance(mock, 1)
+    first = wait_for_delivery(mock, lambda d: len(d["attempts"]) == 1)
+    assert first["webhook_id"] == hook["id"]
+    assert first["attempts"][0]["number"] == 1
+    assert first["attempts"][0]["status_code"] == 500
+    assert first["status"] == "RETRYING"
+    advance(mock, 1)
+    done = wait_for_delivery(mock, lambda d: d["status"] == "DELIVERED")
+    assert [(a["number"], a["status_code"]) for a in done["attempts"]] == [(1, 500), (2, 200)]
+    requests = target.wait_for(2)
+    assert requests[0]["body"] == requests[1]["body"]
+    assert requests[0]["headers"]["X-Mock-Delivery"] == requests[1]["headers"]["X-Mock-Delivery"]
+
+
+def test_unreachable_target_is_tried_five_times_then_failed(mock):
+    closed = f"http://127.0.0.1:{free_port()}/hook"
+    register(mock, closed, ["DEPLOYMENT_STARTED"])
+    deploy_app(mock)
+    advance(mock, 1)
+    for attempts, backoff in ((1, 1), (2, 2), (3, 4), (4, 8)):
+        wait_for_delivery(mock, lambda d, n=attempts: len(d["attempts"]) == n)
+        advance(mock, backoff)
+    failed = wait_for_delivery(mock, lambda d: d["status"] == "FAILED")
+    assert [a["number"] for a in failed["attempts"]] == [1, 2, 3, 4, 5]
+    assert all(a["status_code"] is None and a["error"] for a in failed["attempts"])
+    advance(mock, 100)
+    assert len(deliveries(mock)[0]["attempts"]) == 5
+
+
+# ---------------------------------------------------------------- signature
+def test_delivery_with_a_secret_is_signed_with_hmac_sha256(mock, receiver):
+    target = receiver()
+    hook = register(mock, target.url, ["DEPLOYMENT_STARTED"], target_secret="s3cret")
+    assert "target_secret" not in hook
+    deploy_app(mock)
+    advance(mock, 1)
+    request = target.wait_for(1)[0]
+    timestamp = request["headers"]["X-Mock-Timestamp"]
+    expected = hmac.new(b"s3cret", timestamp.encode() + b"." + request["body"], hashlib.sha256).hexdigest()
+    assert request["headers"]["X-Mock-Signature"] == "sha256=" + expected
+    wrong = hmac.new(b"other", timestamp.encode() + b"." + request["body"], hashlib.sha256).hexdigest()
+    assert request["headers"]["X-Mock-Signature"] != "sha256=" + wrong
+
+
+def test_delivery_without_a_secret_is_not_signed(mock, receiver):
+    target = receiver()
+    register(mock, target.url, ["DEPLOYMENT_STARTED"])
+    deploy_app(mock)
+    advance(mock, 1)
+    request = target.wait_for(1)[0]
+    assert "X-Mock-Timestamp" in request["headers"]
+    assert "X-Mock-Signature" not in request["headers"]
+
+
+# ---------------------------------------------------------------- deliveries and the call journal
+def test_deliveries_name_the_call_that_caused_them(mock, receiver):
+    target = receiver()
+    register(mock, target.url, ["DEPLOYMENT_STARTED", "DEPLOYMENT_SUCCEEDED"])
+    run_deploy(mock)
+    target.wait_for(2)
+    calls = mock.get("/_mock/calls", params={"operation": "deployApplication"}).json()["results"]
+    assert len(calls) == 1
+    found = deliveries(mock)
+    assert [d["event_type"] for d in found] == ["DEPLOYMENT_STARTED", "DEPLOYMENT_SUCCEEDED"]
+    assert all(d["caused_by_call"] == calls[0]["id"] for d in found)
+    assert calls[0]["webhook_deliveries"] == [d["id"] for d in found]
+
+
+# ---------------------------------------------------------------- a slow receiver
+def test_hanging_receiver_does_not_delay_api_replies(mock, receiver):
+    target = receiver(delay=3.0)
+    register(mock, target.url, ["DEPLOYMENT_STARTED"])
+    deploy_app(mock)
+    advance(mock, 1)
+    target.wait_for(1)                              # the delivery is now in flight, held for 3 s
+    started = time.monotonic()
+    reply = mock.get("/organization")
+    elapsed = time.monotonic() - started
+    assert reply.status_code == 200
+    assert elapsed < 1.0                            # a blocked reply would take the receiver's 3 s
+    assert deliveries(mock)[0]["status"] == "PENDING"
+
+
+def test_deliveries_name_the_deploy_call_even_when_another_call_ends_first(mock, receiver):
+    put_scenario(mock, "slow-deploy", [{"match": {"operation": "deployApplication"}, "effect": {"latency_ms": 1500}}])
+    target = receiver()
+    register(mock, target.url, ["DEPLOYMENT_STARTED"])
+    worker = threading.Thread(target=deploy_app, args=(mock,))
+    worker.start()
+    time.sleep(0.3)                                 # the deploy call is now held by the scenario's latency
+    assert mock.get("/organization").status_code == 200
+    worker.join(timeout=10)
+    advance(mock, 1)
+    target.wait_for(1)
+    deploy_call = mock.get("/_mock/calls", params={"operation": "deployApplication"}).json()["results"][0]
+    other_call = mock.get("/_mock/calls", params={"operation": "getOrganization"}).json()["results"][-1]
+    delivery = deliveries(mock)[0]
+    assert delivery["caused_by_call"] == deploy_call["id"] != other_call["id"]
+    assert deploy_call["webhook_deliveries"] == [delivery["id"]]
+    assert other_call["webhook_deliveries"] == []
