@@ -1,11 +1,13 @@
 -- The requests of the benchmark, for wrk (one thread):
 --   wrk -t1 -c8 -d3s -s bench/requests.lua http://127.0.0.1:8080 -- KIND PATH [TAG] [STOP_AFTER]
--- KIND: get (authenticated GET of PATH), unauth (GET of PATH without Authorization),
---       create_var (POST of a variable with key K_<TAG>_<n>, unique per call),
---       create_project (POST of a project named p_<TAG>_<n>; with STOP_AFTER, exactly that many
---       POSTs, then cheap GETs of /organization until wrk is stopped).
--- STOP_AFTER > 0: once that many replies arrived (plus a margin for create_project), print
--- "STOP" and stop sending; bench/run.py then interrupts wrk (wrk itself would wait out -d).
+-- KIND: get            authenticated GET of PATH
+--       unauth         GET of PATH without Authorization
+--       create_var     POST to PATH of a variable with key K_<TAG>_<n>, unique per call
+--       create_project POST to PATH of a project named p_<TAG>_<n>
+--       spread_var     POST of a variable to each project of the file PATH (one id a line) in turn
+-- STOP_AFTER > 0: send exactly that many requests (a create_* kind then sends cheap GETs); once
+-- as many replies arrived (plus a margin for the creates), print "STOP" and stop sending;
+-- bench/run.py then interrupts wrk, which would otherwise wait out -d.
 -- done() prints one line "RESULT {json}": requests, duration, p50/p99 and replies per status.
 
 local threads = {}
@@ -19,18 +21,29 @@ function init(args)
   sent, replies, statuses = 0, 0, {}
   auth = { ["Authorization"] = "Token mock-admin-token" }
   post = { ["Authorization"] = "Token mock-admin-token", ["Content-Type"] = "application/json" }
+  margin = (kind == "get" or kind == "unauth") and 0 or 64
+  if kind == "spread_var" then
+    ids = {}
+    for line in io.lines(path) do ids[#ids + 1] = line end
+  end
+end
+
+local function variable()
+  return string.format('{"key":"K_%s_%d","value":"v"}', tag, sent)
 end
 
 function request()
   sent = sent + 1
-  if kind == "unauth" then
+  if stop_after > 0 and sent > stop_after then
+    return wrk.format("GET", "/organization", auth)
+  elseif kind == "unauth" then
     return wrk.format("GET", path, {})
   elseif kind == "create_var" then
-    return wrk.format("POST", path, post, string.format('{"key":"K_%s_%d","value":"v"}', tag, sent))
-  elseif kind == "create_project" and (stop_after == 0 or sent <= stop_after) then
-    return wrk.format("POST", path, post, string.format('{"name":"p_%s_%d"}', tag, sent))
+    return wrk.format("POST", path, post, variable())
   elseif kind == "create_project" then
-    return wrk.format("GET", "/organization", auth)
+    return wrk.format("POST", path, post, string.format('{"name":"p_%s_%d"}', tag, sent))
+  elseif kind == "spread_var" then
+    return wrk.format("POST", "/project/" .. ids[sent % #ids + 1] .. "/environmentVariable", post, variable())
   end
   return wrk.format("GET", path, auth)
 end
@@ -38,7 +51,6 @@ end
 function response(status, headers, body)
   replies = replies + 1
   statuses[status] = (statuses[status] or 0) + 1
-  local margin = kind == "create_project" and 64 or 0
   if stop_after > 0 and replies == stop_after + margin then
     io.write("STOP\n")
     io.stdout:flush()

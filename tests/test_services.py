@@ -5,12 +5,9 @@ import uuid
 
 import pytest
 
-from starlette.testclient import TestClient
 
-from mockserver.app import MockServer
-from mockserver.settings import Settings
 
-from conftest import (ADMIN, APP, CLUSTER, CONTAINER, DATABASE, ENV, HELM, JOB, ORG, OTHER_ORG, PROJECT, REGISTRY,
+from conftest import (APP, CLUSTER, CONTAINER, DATABASE, ENV, HELM, JOB, ORG, OTHER_ORG, PROJECT, REGISTRY,
                       TERRAFORM)
 
 GIT = {"url": "https://git.example.com/acme/api.git", "branch": "main"}

@@ -59,7 +59,13 @@ def build_application(ctx, body, env):
     return {"git_repository": _git(ctx, body["git_repository"]), "build_mode": body.get("build_mode", "DOCKER"),
             "dockerfile_path": body.get("dockerfile_path", "Dockerfile"),
             **{k: body.get(k, v) for k, v in RESOURCES.items()}, "ports": _ports(ctx, body.get("ports", [])),
-            "healthchecks": body.get("healthchecks", {}), "auto_deploy": body.get("auto_deploy", True)}
+            "healthchecks": _probes(body.get("healthchecks", {})), "auto_deploy": body.get("auto_deploy", True)}
+
+
+def _probes(healthchecks):
+    """Only the documented fields of the probes are kept (unknown fields are ignored, not echoed)."""
+    return {name: {k: v for k, v in probe.items() if k in ("path", "port")}
+            for name, probe in healthchecks.items() if name in ("readiness_probe", "liveness_probe")}
 
 
 def build_container(ctx, body, env):
@@ -80,10 +86,12 @@ def build_job(ctx, body, env):
     if body.get("image") and not body.get("git_repository"):
         _registry(ctx, body["image"]["registry_id"])
     return {"job_type": body.get("job_type", "CRON" if "schedule" in body else "LIFECYCLE"),
-            "schedule": body.get("schedule", {"cronjob": {"scheduled_at": "0 0 * * *"}}),
+            "schedule": {"cronjob": {"scheduled_at": ((body.get("schedule") or {}).get("cronjob") or {}).get(
+                "scheduled_at", "0 0 * * *")}},
             "git_repository": _git(ctx, body.get("git_repository")),
             "dockerfile_path": body.get("dockerfile_path", "Dockerfile"),
-            "image": None if body.get("git_repository") else body.get("image"),
+            "image": None if body.get("git_repository") or not body.get("image") else
+            {k: body["image"][k] for k in ("registry_id", "image_name", "tag")},
             "cpu": body.get("cpu", 250), "memory": body.get("memory", 256),
             "max_nb_restart": body.get("max_nb_restart", 0), "max_duration_seconds": body.get("max_duration_seconds", 300)}
 

@@ -46,6 +46,16 @@ SPEC_PARAM_NAMES = {
     ("application", "secret"): "app_id", ("database", "deploy"): "db_id",
 }
 ACTIONS = ("deploy", "redeploy", "stop", "restart")
+# links from a service's create to the operations only its kind has
+EXTRA_LINKS = {
+    "application": (("GetApplicationLogs", "getApplicationLogs", "app_id"),),
+    "database": (("UninstallDatabase", "uninstallDatabase", "databaseId"),
+                 ("ListDatabaseBackups", "listDatabaseBackups", "databaseId")),
+    "job": (("ListJobCommits", "listJobCommits", "jobId"),),
+    "helm": (("CreateHelmCustomDomain", "createHelmCustomDomain", "helmId"),
+             ("ListHelmCustomDomains", "listHelmCustomDomains", "helmId"),
+             ("ListHelmDeploymentHistoryV2", "listHelmDeploymentHistoryV2", "helmId")),
+}
 
 PARAM_EXAMPLES = {
     "org_id": "organization", "organizationId": "organization", "project_id": "project", "projectId": "project",
@@ -140,6 +150,10 @@ def service_ops(kind):
         f"Get{title}Status": link(f"get{title}Status", **{p("status"): by_id}),
         f"Deploy{title}": link(f"deploy{title}", **{p("deploy"): by_id}),
     }
+    for action in ACTIONS[1:]:
+        create_links[f"{action.capitalize()}{title}"] = link(f"{action}{title}", **{p(action): by_id})
+    create_links[f"List{title}DeploymentHistory"] = link(f"list{title}DeploymentHistory", **{param: by_id})
+    create_links.update({name: link(op, **{arg: by_id}) for name, op, arg in EXTRA_LINKS.get(kind, ())})
     if has_variables:
         create_links[f"Create{title}Variable"] = link(f"create{title}Variable", **{p("environmentVariable"): by_id})
         create_links[f"Create{title}Secret"] = link(f"create{title}Secret", **{p("secret"): by_id})
@@ -198,6 +212,12 @@ def organization_ops():
               create_links={**{f"Create{t}": link(f"create{t}", env_id=by_id)
                                for _, t, *_ in SERVICE_KINDS.values()},
                             "EditEnvironment": link("editEnvironment", environmentId=by_id),
+                            "GetEnvironmentDeploymentQueue": link("getEnvironmentDeploymentQueue",
+                                                                  environmentId=by_id),
+                            "GetEnvironmentDatabaseStatus": link("getEnvironmentDatabaseStatus", environmentId=by_id),
+                            "CancelEnvironmentDeployment": link("cancelEnvironmentDeployment", environmentId=by_id),
+                            "GetDeploymentRule": link("getDeploymentRule", environmentId=by_id),
+                            "EditDeploymentRule": link("editDeploymentRule", environmentId=by_id),
                             "GetEnvironmentStatus": link("getEnvironmentStatus", environmentId=by_id),
                             "CreateEnvironmentVariable": link("createEnvironmentVariable", environmentId=by_id),
                             "CreateEnvironmentSecret": link("createEnvironmentSecret", environmentId=by_id)}),
@@ -215,7 +235,11 @@ def organization_ops():
         Op("PUT", "/environment/{environmentId}/deploymentRule", "editDeploymentRule", "write", 200,
            "DeploymentRule", "DeploymentRuleRequest", tag="Deployment Rules", summary="Edit the deployment rule"),
         Op("GET", f"{org}/cluster", "listClusters", "read", 200, "ClusterList", tag="Clusters",
-           summary="Clusters of the organization"),
+           summary="Clusters of the organization",
+           links={name: link(op, clusterId="$response.body#/results/0/id") for name, op in (
+               ("GetCluster", "getCluster"), ("GetClusterStatus", "getClusterStatus"),
+               ("LockCluster", "lockCluster"), ("UnlockCluster", "unlockCluster"),
+               ("UpgradeCluster", "upgradeCluster"))}),
         Op("GET", "/cluster/{clusterId}", "getCluster", "read", 200, "Cluster", tag="Clusters", summary="Get a cluster"),
         Op("GET", "/cluster/{clusterId}/status", "getClusterStatus", "read", 200, "ClusterStatus", tag="Clusters",
            summary="Status of a cluster"),

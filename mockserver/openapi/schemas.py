@@ -334,8 +334,9 @@ SCHEMAS = {
         {"name": s("web", minLength=1, maxLength=255), "description": DESCRIPTION,
          "git_repository": GIT_REPOSITORY_REQUEST, "build_mode": enum(["DOCKER"]),
          "dockerfile_path": s("Dockerfile", maxLength=255), **RESOURCES, "ports": arr(PORT, maxItems=20),
-         "healthchecks": obj({"readiness_probe": obj({"path": s("/healthz"), "port": integer(8080)}),
-                              "liveness_probe": obj({"path": s("/healthz"), "port": integer(8080)})}),
+         "healthchecks": obj({probe: obj({"path": s("/healthz", maxLength=1024),
+                                          "port": integer(8080, minimum=1, maximum=65535)})
+                              for probe in ("readiness_probe", "liveness_probe")}),
          "auto_deploy": boolean(True)},
         ["name", "git_repository"],
     ),
