@@ -12,8 +12,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1
 
 WORKDIR /src
-# README* may be absent: the wildcard keeps the COPY valid either way.
-COPY pyproject.toml README* ./
+COPY pyproject.toml README.md ./
 COPY mockserver/ mockserver/
 COPY fixtures/ fixtures/
 RUN pip install --no-cache-dir . \

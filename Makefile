@@ -1,0 +1,32 @@
+# The two commands of the README: `make serve` runs the mock on its embedded defaults,
+# `make test` runs the whole test suite. Both create .venv and install what they need.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: serve test contract container-smoke bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+serve: $(STAMP)
+	$(BIN)/mockserver serve $(ARGS)
+
+test: $(STAMP)
+	$(BIN)/pytest -q tests
+
+contract: $(STAMP)
+	.ci/contract $(BIN)/python
+
+container-smoke:
+	.ci/container-smoke
+
+bench: $(STAMP)
+	$(BIN)/python bench/run.py $(ARGS)
+
+clean:
+	rm -rf $(VENV) reports build *.egg-info
