@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark of the mock server against a bare Starlette app (and optionally Stoplight Prism).
 
-    python bench/run.py                 # throughput table (~3 minutes)
+    python bench/run.py                 # throughput table (~2.5 minutes)
     python bench/run.py --with-prism    # add Prism 5.14.2 (installed into bench/.prism/ with npm)
     python bench/run.py --scale         # add start-up time, RSS over 1M requests, latency vs store size
 
@@ -256,7 +256,7 @@ def markdown(report):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--with-prism", action="store_true", help=f"also load Stoplight Prism {PRISM_VERSION}")
-    parser.add_argument("--scale", action="store_true", help="add start-up, memory and store-size figures (~7 min)")
+    parser.add_argument("--scale", action="store_true", help="add start-up, memory and store-size figures (~3 min)")
     parser.add_argument("--no-throughput", action="store_true", help="skip the throughput table")
     parser.add_argument("--runs", type=int, default=5, help="runs per server and request (default 5)")
     parser.add_argument("--seconds", type=int, default=3, help="seconds per run (default 3)")

@@ -21,6 +21,7 @@ from .clock import Clock
 from .errors import ApiError, invalid
 from .fixtures import read_fixtures
 from .handlers import HANDLERS, PRECHECKS
+from .journal import redact_authorization
 from .runtime import Context, Runtime
 from .scenarios import Scenarios
 from .settings import Settings
@@ -76,9 +77,15 @@ class MockServer:
         path = scope["path"]
         if path.startswith(PREFIX + "/"):
             path = path[len(PREFIX):]
-        headers = {}
+        headers = {}                           # one dict for the request and the journal
+        authorization = None
         for name, value in scope["headers"]:
-            headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+            key = name.decode("latin-1").lower()
+            if key == "authorization":
+                authorization = value.decode("latin-1")
+                headers[key] = redact_authorization(authorization)
+            else:
+                headers[key] = value.decode("latin-1")
         operation = body = rule = None
         query = {}
         reply_headers = []
@@ -87,12 +94,13 @@ class MockServer:
             operation, params = self.spec.match(method, path)
             rt.pump()
             now = clock.now()
-            token = authenticate(headers.get("authorization"), rt.tokens, now, self.settings.jwt_secret,
+            token = authenticate(authorization, rt.tokens, now, self.settings.jwt_secret,
                                  rt.default_org, rt.store.organizations.rows)
             reply_headers = _encode(rt.limiter.spend(token, now))
             authorize(token, operation.scope)
-            raw = await _read_body(receive, self.settings.max_body)
-            query = dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
+            raw = await _read_body(receive, self.settings.max_body) if operation.body is not None else b""
+            if scope["query_string"]:
+                query = dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
             errors = check_path(operation, params)
             values, query_errors = operation.check_query(query)
             body = _parse_body(raw, headers.get("content-type"), operation)
@@ -120,7 +128,7 @@ class MockServer:
             elif error.headers:
                 reply_headers += _encode(error.headers)
         except Dropped:
-            rt.journal.record(call_id, clock.now(), method, path, operation, query, _journal_headers(headers), body, 0,
+            rt.journal.record(call_id, clock.now(), method, path, operation, query, headers, body, 0,
                               b"", time.perf_counter() - started, rule)
             _close_connection(receive)
             return
@@ -132,7 +140,7 @@ class MockServer:
         out = reply_headers + JSON if payload else reply_headers
         await send({"type": "http.response.start", "status": status, "headers": out})
         await send({"type": "http.response.body", "body": payload})
-        rt.journal.record(call_id, clock.now(), method, path, operation, query, _journal_headers(headers), body, status,
+        rt.journal.record(call_id, clock.now(), method, path, operation, query, headers, body, status,
                           payload, time.perf_counter() - started, rule)
 
     async def _apply(self, effects, token, now):
@@ -234,14 +242,6 @@ def _parse_body(raw, content_type, operation):
 
 def _encode(headers):
     return [(name.lower().encode(), str(value).encode()) for name, value in headers.items()]
-
-
-def _journal_headers(headers):
-    from .journal import redact_authorization
-    out = dict(headers)
-    if "authorization" in out:
-        out["authorization"] = redact_authorization(out["authorization"])
-    return out
 
 
 def _close_connection(receive):

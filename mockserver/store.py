@@ -15,6 +15,12 @@ CHILD_TABLES = {
     "environments": ("services", "variables", "secrets", "deployment_rules"),
     "services": ("variables", "secrets", "backups", "custom_domains"),
 }
+# The field that names a record uniquely within its parent, and whether case is ignored.
+UNIQUE = {
+    "projects": ("name", False), "environments": ("name", True), "services": ("name", False),
+    "registries": ("name", False), "labels_groups": ("name", False), "credentials": ("name", False),
+    "custom_domains": ("domain", True), "variables": ("key", False), "secrets": ("key", False),
+}
 NOUNS = {
     "organizations": "organization", "projects": "project", "environments": "environment",
     "services": "service", "variables": "variable", "secrets": "secret", "clusters": "cluster",
@@ -25,7 +31,7 @@ NOUNS = {
 
 
 class Entry:
-    __slots__ = ("data", "org", "parent", "private", "meta")
+    __slots__ = ("data", "org", "parent", "private", "meta", "table")
 
     def __init__(self, data, org, parent=None, private=None, meta=None):
         self.data = data
@@ -33,6 +39,7 @@ class Entry:
         self.parent = parent
         self.private = private
         self.meta = meta if meta is not None else {}
+        self.table = None
 
     @property
     def id(self):
@@ -45,11 +52,32 @@ class Table:
         self.noun = NOUNS[name]
         self.rows = {}
         self.children = {}                     # parent id -> {id: Entry}, in insertion order
+        self.unique, self.casefold = UNIQUE.get(name, (None, False))
+        self.names = {}                        # (parent id, name) -> id, for `unique`
+        self._named = {}                       # id -> its key in `names`
+
+    def _name_key(self, parent, name):
+        return (parent, name.casefold() if self.casefold else name)
 
     def add(self, entry):
         self.rows[entry.id] = entry
         self.children.setdefault(entry.parent, {})[entry.id] = entry
+        entry.table = self
+        self.reindex(entry)
         return entry
+
+    def reindex(self, entry):
+        """Follow a change of the record's unique name (call after editing it)."""
+        if self.unique is None:
+            return
+        old = self._named.pop(entry.id, None)
+        if old is not None and self.names.get(old) == entry.id:
+            del self.names[old]
+        name = entry.data.get(self.unique)
+        if name is not None:
+            key = self._name_key(entry.parent, name)
+            self.names.setdefault(key, entry.id)
+            self._named[entry.id] = key
 
     def find(self, ident, org=None):
         entry = self.rows.get(ident)
@@ -69,6 +97,9 @@ class Table:
     def remove(self, ident):
         entry = self.rows.pop(ident, None)
         if entry is not None:
+            key = self._named.pop(ident, None)
+            if key is not None and self.names.get(key) == ident:
+                del self.names[key]
             siblings = self.children.get(entry.parent)
             if siblings is not None:
                 siblings.pop(ident, None)
@@ -76,13 +107,10 @@ class Table:
                     del self.children[entry.parent]
         return entry
 
-    def name_taken(self, parent, name, exclude=None, field="name", casefold=False):
-        wanted = name.casefold() if casefold else name
-        for entry in self.children.get(parent, {}).values():
-            value = entry.data.get(field)
-            if entry.id != exclude and value is not None and (value.casefold() if casefold else value) == wanted:
-                return True
-        return False
+    def name_taken(self, parent, name, exclude=None):
+        """Does another record of this parent carry this unique name (see UNIQUE)?"""
+        ident = self.names.get(self._name_key(parent, name))
+        return ident is not None and ident != exclude
 
 
 class Store:

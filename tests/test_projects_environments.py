@@ -295,3 +295,18 @@ def test_deployment_rule_rejects_invalid_values(client, change, location):
     reply = client.put(f"/environment/{ENV}/deploymentRule", json=change)
     assert reply.status_code == 400
     assert location in reply.json()["message"]
+
+
+def test_renaming_a_project_frees_its_old_name_and_takes_the_new_one(client):
+    projects = f"/organization/{ORG}/project"
+    first = client.post(projects, json={"name": "alpha"}).json()
+    assert client.put(f"/project/{first['id']}", json={"name": "beta"}).status_code == 200
+    assert client.post(projects, json={"name": "alpha"}).status_code == 201
+    assert client.post(projects, json={"name": "beta"}).status_code == 409
+
+
+def test_deleting_an_environment_frees_its_name(client):
+    envs = f"/project/{PROJECT}/environment"
+    created = client.post(envs, json={"name": "Preview-1"}).json()
+    assert client.delete(f"/environment/{created['id']}").status_code == 204
+    assert client.post(envs, json={"name": "preview-1"}).status_code == 201

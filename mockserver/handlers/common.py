@@ -15,8 +15,11 @@ def results(entries):
 
 
 def touch(rt, entry, now):
+    """After an edit: new updated_at, a new revision, and the name index follows a rename."""
     entry.data["updated_at"] = iso(now)
     rt.bump(entry)
+    if entry.table is not None:
+        entry.table.reindex(entry)
 
 
 def merge(data, body, fields):

@@ -145,7 +145,7 @@ def list_domains(ctx):
 def create_domain(ctx):
     rt, body = ctx.rt, ctx.body
     entry = service(ctx, "helm")
-    if rt.store.custom_domains.name_taken(entry.id, body["domain"], field="domain", casefold=True):
+    if rt.store.custom_domains.name_taken(entry.id, body["domain"]):
         raise conflict(f"custom domain {body['domain']} already exists on helm {entry.id}")
     ident = rt.new_id()
     data = {"id": ident, **rt.stamp(ctx.now), "domain": body["domain"],

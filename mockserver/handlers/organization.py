@@ -64,7 +64,7 @@ def create_environment(ctx):
     project = rt.store.projects.get(ctx.params["project_id"], ctx.org)
     cluster = _cluster(ctx, body)
     name = body["name"]
-    if rt.store.environments.name_taken(project.id, name, casefold=True):
+    if rt.store.environments.name_taken(project.id, name):
         raise conflict(f"an environment named {name!r} already exists in project {project.id} "
                        "(names are case-insensitive)")
     data = {
@@ -106,8 +106,7 @@ def get_environment(ctx):
 def edit_environment(ctx):
     rt, body = ctx.rt, ctx.body
     entry = rt.store.environments.get(ctx.params["environmentId"], ctx.org)
-    if "name" in body and rt.store.environments.name_taken(entry.parent, body["name"], exclude=entry.id,
-                                                          casefold=True):
+    if "name" in body and rt.store.environments.name_taken(entry.parent, body["name"], exclude=entry.id):
         raise conflict(f"an environment named {body['name']!r} already exists in this project")
     merge(entry.data, body, ("name", "mode"))
     entry.data["last_updated_by"] = rt.user_id(ctx.token.name)

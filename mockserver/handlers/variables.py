@@ -122,7 +122,7 @@ def reference(family, target):
 
 def key_taken(rt, family, owner_id, key, exclude=None):
     """A key names one record per owner, whatever its type (overrides included)."""
-    return any(e.data["key"] == key and e.id != exclude for e in rt.store.tables[family.table].under(owner_id))
+    return rt.store.tables[family.table].name_taken(owner_id, key, exclude)
 
 
 def visible(rt, family, owner):
@@ -186,6 +186,7 @@ def edit(ctx, family, level):
         dependent.data[ref_name] = reference(family, entry)
         if dependent.data["variable_type"] == "OVERRIDE":
             dependent.data["key"] = data["key"]
+            dependent.table.reindex(dependent)
         elif not family.secret:
             dependent.data["value"] = data["value"]
     return data
