@@ -117,7 +117,13 @@ def serve(settings):
         for line in problems_of(error):
             print(f"mockserver: {line}", file=sys.stderr)
         return 2
+    import gc
+
     import uvicorn
+    # The store and the journal are many small long-lived objects: leave what start-up built out of
+    # collections and run full collections rarely (bench: POST p99 168 ms -> single-digit ms).
+    gc.freeze()
+    gc.set_threshold(10_000, 50, 1000)
     config = uvicorn.Config(server, host=settings.host, port=settings.port, log_level=settings.log_level,
                             access_log=False, lifespan="on", http="httptools", loop="uvloop")
     print(f"mockserver {settings.host}:{settings.port} clock={settings.clock} fixtures={settings.fixtures} "

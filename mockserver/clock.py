@@ -35,5 +35,11 @@ class Clock:
         return {"mode": self.mode, "now": iso(now), "epoch": now, "offset_seconds": self._offset}
 
 
+_last = [None, ""]                             # one request stamps several records with the same time
+
+
 def iso(ts):
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if ts != _last[0]:
+        _last[1] = datetime.fromtimestamp(ts, timezone.utc).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+        _last[0] = ts
+    return _last[1]

@@ -26,6 +26,7 @@ DOCUMENT = Path(__file__).with_name("openapi") / "control.yaml"
 
 def build_control(server):
     started = time.time()
+    cache = []                                 # the control document, read on first use
 
     def reply(body, status=200):
         return Response(orjson.dumps(body), status, media_type="application/json")
@@ -187,9 +188,9 @@ def build_control(server):
                       "organization": org, "expires_at": iso(expires) if expires else None}, 201)
 
     async def document(request):
-        if server._control_doc is None:
-            server._control_doc = orjson.dumps(yaml.safe_load(DOCUMENT.read_text()))
-        return Response(server._control_doc, media_type="application/json")
+        if not cache:
+            cache.append(orjson.dumps(yaml.safe_load(DOCUMENT.read_text())))
+        return Response(cache[0], media_type="application/json")
 
     async def api_error(request, exc):
         return Response(exc.render(), exc.status, media_type="application/json", headers=exc.headers)
@@ -214,5 +215,4 @@ def build_control(server):
         Route("/_mock/tokens", tokens, methods=["POST"]),
         Route("/_mock/openapi.json", document, methods=["GET"]),
     ]
-    server._control_doc = None
     return Starlette(routes=routes, exception_handlers={ApiError: api_error, HTTPException: http_error})

@@ -31,19 +31,16 @@ NOUNS = {
 
 
 class Entry:
-    __slots__ = ("data", "org", "parent", "private", "meta", "table")
+    __slots__ = ("id", "data", "org", "parent", "private", "meta", "table")
 
     def __init__(self, data, org, parent=None, private=None, meta=None):
+        self.id = data["id"]
         self.data = data
         self.org = org
         self.parent = parent
         self.private = private
         self.meta = meta if meta is not None else {}
         self.table = None
-
-    @property
-    def id(self):
-        return self.data["id"]
 
 
 class Table:
@@ -70,12 +67,16 @@ class Table:
         """Follow a change of the record's unique name (call after editing it)."""
         if self.unique is None:
             return
-        old = self._named.pop(entry.id, None)
-        if old is not None and self.names.get(old) == entry.id:
-            del self.names[old]
         name = entry.data.get(self.unique)
-        if name is not None:
-            key = self._name_key(entry.parent, name)
+        key = None if name is None else self._name_key(entry.parent, name)
+        old = self._named.get(entry.id)
+        if key == old:
+            return
+        if old is not None:
+            del self._named[entry.id]
+            if self.names.get(old) == entry.id:
+                del self.names[old]
+        if key is not None:
             self.names.setdefault(key, entry.id)
             self._named[entry.id] = key
 
