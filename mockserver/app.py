@@ -96,7 +96,7 @@ class MockServer:
             now = clock.now()
             token = authenticate(authorization, rt.tokens, now, self.settings.jwt_secret,
                                  rt.default_org, rt.store.organizations.rows)
-            reply_headers = _encode(rt.limiter.spend(token, now))
+            reply_headers = rt.limiter.spend(token, now)
             authorize(token, operation.scope)
             raw = await _read_body(receive, self.settings.max_body) if operation.body is not None else b""
             if scope["query_string"]:
