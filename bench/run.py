@@ -243,7 +243,7 @@ def markdown(report):
                   "| requests served (GET status) | RSS MiB |", "| ---: | ---: |"]
         lines += [f"| {int(n):,} | {mib} |" for n, mib in s["rss_mib"].items()]
         lines += ["", "Latency with 1 connection (3 s) as the store grows (store: resources counted by "
-                  "/_mock/state; projects: in the default organization; the last level adds variables):", "",
+                  "/_mock/state; projects: in the default organization):", "",
                   "| store | projects | request | p50 ms | p99 ms | requests | errors |",
                   "| ---: | ---: | --- | ---: | ---: | ---: | ---: |"]
         lines += [f"| {r['store']:,} | {r['projects']:,} | {r['request']} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | "
