@@ -30,7 +30,12 @@ class ApiError(Exception):
         return orjson.dumps(self.body())
 
 
+PHRASES = {413: "Payload Too Large"}             # the name the API document uses
+
+
 def reason(status):
+    if status in PHRASES:
+        return PHRASES[status]
     try:
         return HTTPStatus(status).phrase
     except ValueError:
@@ -39,10 +44,6 @@ def reason(status):
 
 def not_found(noun, ident):
     return ApiError(404, f"{noun} {ident} not found")
-
-
-def bad_request(message, location=None):
-    return ApiError(400, message, [(location, message)] if location else None)
 
 
 def conflict(message):

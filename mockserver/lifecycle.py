@@ -216,7 +216,3 @@ class Lifecycle:
         else:
             self.on_event("DEPLOYMENT_SUCCEEDED" if success else "DEPLOYMENT_FAILED", request, at)
         self.on_end(request, bool(success))
-
-    def next_due(self):
-        times = [r.start for r in self.active if not r.started_emitted] + [r.end for r in self.active]
-        return min(times, default=math.inf)

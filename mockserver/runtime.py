@@ -49,6 +49,7 @@ class Runtime:
         self.deployments = Deployments(self)
         self.lifecycle = Lifecycle(on_event=self.webhooks.on_deployment_event, on_end=self.deployments.apply_end)
         self.revision = 0
+        self.derived = {}                      # variable or secret id -> {ids of its overrides and aliases}
         self.default_org = None
         if fixtures is not None:
             from .fixtures import load_into

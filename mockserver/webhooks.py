@@ -35,6 +35,7 @@ class Webhooks:
         self.pending = []                      # (due, delivery)
         self.forced_failures = []              # [remaining, rule name] from scenarios
         self.tasks = set()
+        self.by_cause = {}                     # call id -> delivery ids, for the journal
         self.next_id = 1
         self._client = None
 
@@ -56,7 +57,14 @@ class Webhooks:
                 "attempts": [],
             }
             self.next_id += 1
+            if len(self.deliveries) == KEEP:      # the oldest delivery is about to be dropped
+                oldest = self.deliveries[0]
+                siblings = self.by_cause.get(oldest["caused_by_call"], [])
+                siblings.remove(oldest["id"])
+                if not siblings:
+                    del self.by_cause[oldest["caused_by_call"]]
             self.deliveries.append(delivery)
+            self.by_cause.setdefault(cause, []).append(delivery["id"])
             self.pending.append((at, delivery, (entry.private or {}).get("target_secret")))
 
     def fail_next(self, count, rule):
@@ -123,7 +131,5 @@ class Webhooks:
 
     # ------------------------------------------------------------ reading
     def caused_by(self, call_id):
-        return [d["id"] for d in self.deliveries if d["caused_by_call"] == call_id]
+        return self.by_cause.get(call_id, [])
 
-    def next_due(self):
-        return min((item[0] for item in self.pending), default=None)

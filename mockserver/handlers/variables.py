@@ -105,6 +105,8 @@ def make(ctx, family, owner, key, value, scope, kind, mount_path=None, descripti
         data[f"{'overridden' if kind == 'OVERRIDE' else 'aliased'}_{family.reference}"] = reference(family, target)
     meta = {"level": scope_of(owner), "target": target.id if target is not None else None}
     entry = rt.store.tables[family.table].add(Entry(data, ctx.org, owner.id, private, meta))
+    if target is not None:
+        rt.derived.setdefault(target.id, {})[entry.id] = None
     touch(rt, owner, ctx.now)
     return entry
 
@@ -202,13 +204,17 @@ def delete(ctx, family, level):
 
 
 def dependents(rt, family, ident):
-    return [e for e in rt.store.tables[family.table].rows.values() if e.meta.get("target") == ident]
+    """The overrides and aliases of a record (ids of records deleted with their owner are skipped)."""
+    rows = rt.store.tables[family.table].rows
+    return [rows[i] for i in rt.derived.get(ident, ()) if i in rows]
 
 
 def remove(rt, family, entry):
     for dependent in dependents(rt, family, entry.id):
         remove(rt, family, dependent)
     rt.store.tables[family.table].remove(entry.id)
+    rt.derived.pop(entry.id, None)
+    rt.derived.get(entry.meta.get("target"), {}).pop(entry.id, None)
 
 
 def _derive(ctx, family, target, scope, parent, kind, key, value):
