@@ -21,20 +21,6 @@ WEBHOOKS = f"/organization/{ORG}/webhook"
 TFVARS = f"/organization/{ORG}/listTfVarsFilesFromGitRepo"
 DAY = 86400
 
-# The document declares ClusterStatus.cluster_lock as `nullable` next to a `$ref`, which
-# OpenAPI 3.0 ignores, so every status without a lock breaks the document. That bug is
-# asserted once by test_cluster_status_without_a_lock_matches_the_document (xfail); the
-# other tests filter out exactly that violation so that they check everything else.
-CLUSTER_LOCK_NULL_VIOLATION = "response.cluster_lock: None is not of type 'object'"
-
-
-@pytest.fixture
-def server(make_server):
-    server = make_server()
-    yield server
-    server.violations[:] = [v for v in server.violations if CLUSTER_LOCK_NULL_VIOLATION not in v]
-
-
 def advance(client, seconds):
     assert client.post("/_mock/clock/advance", json={"seconds": seconds}).status_code == 200
 

@@ -13,7 +13,6 @@ from conftest import (APP, CLUSTER, CONTAINER, DATABASE, ENV, HELM, JOB, ORG, OT
 GIT = {"url": "https://git.example.com/acme/api.git", "branch": "main"}
 PAYLOADS = {
     "application": {"name": "api", "git_repository": GIT},
-    # entrypoint is sent because a container without one breaks the document (see the xfail below)
     "container": {"name": "cache", "registry_id": REGISTRY, "image_name": "library/redis", "tag": "7",
                   "entrypoint": "/usr/local/bin/redis-server"},
     "database": {"name": "users-db", "type": "POSTGRESQL", "version": "16", "mode": "CONTAINER"},
@@ -90,7 +89,7 @@ def test_created_service_reads_back_identically(client, kind):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_environment_list_of_a_kind_holds_only_that_kind(client, kind):
-    # a fresh environment holding one service of every kind (the fixture container is avoided: see the xfail)
+    # a fresh environment holding one service of every kind
     env = fresh_environment(client)
     created = {other: create(client, other, env=env)["id"] for other in KINDS}
     reply = client.get(f"/environment/{env}/{kind}")
