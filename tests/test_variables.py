@@ -641,8 +641,8 @@ def test_deleting_an_override_brings_back_the_original(client):
 def test_database_built_in_cannot_be_edited_or_deleted(client):
     host = next(r for r in listed(client, owner("environment")) if r["variable_type"] == "BUILT_IN")
     item = f"/environment/{ENV}/environmentVariable/{host['id']}"
-    assert client.put(item, json={"key": host["key"], "value": "elsewhere"}).status_code == 400
-    assert client.delete(item).status_code == 400
+    assert client.put(item, json={"key": host["key"], "value": "elsewhere"}).status_code == 409
+    assert client.delete(item).status_code == 409
     assert client.get(item).json()["value"] == host["value"]
 
 
@@ -650,14 +650,14 @@ def test_service_built_in_cannot_be_edited_or_deleted(client):
     own = next(r for r in listed(client, owner("application"))
                if r["variable_type"] == "BUILT_IN" and r["service_id"] == APP)
     item = f"/application/{APP}/environmentVariable/{own['id']}"
-    assert client.put(item, json={"key": own["key"], "value": "elsewhere"}).status_code == 400
-    assert client.delete(item).status_code == 400
+    assert client.put(item, json={"key": own["key"], "value": "elsewhere"}).status_code == 409
+    assert client.delete(item).status_code == 409
     assert client.get(item).json() == own
 
 
 def test_database_built_in_password_secret_cannot_be_deleted(client):
     password = next(r for r in listed(client, owner("environment"), "secret") if r["variable_type"] == "BUILT_IN")
-    assert client.delete(f"/environment/{ENV}/secret/{password['id']}").status_code == 400
+    assert client.delete(f"/environment/{ENV}/secret/{password['id']}").status_code == 409
 
 
 # ---------------------------------------------------------------- deployment status

@@ -3,7 +3,8 @@
 Rules (api-decisions.md): a key is unique per owner (409 when taken); a `mount_path`
 makes a FILE variable; an override or an alias must sit at a lower scope than the
 variable it points to (PROJECT > ENVIRONMENT > service; a BUILT_IN counts just above
-the level that owns it) and inside that variable's subtree, else 400. A service's list
+the level that owns it) and inside that variable's subtree, else 400. Built-ins are managed
+by the platform: editing or deleting one conflicts with that (409). A service's list
 shows what it sees: its own records, those of its environment and project, and
 built-ins, with an override hiding the record it overrides. Secret values are kept
 private: no response carries them.
@@ -169,7 +170,7 @@ def edit(ctx, family, level):
     owner, entry = _item(ctx, family, level, owned=True)
     data = entry.data
     if data["variable_type"] == "BUILT_IN":
-        raise ApiError(400, f"built-in {family.reference} {data['key']} cannot be edited")
+        raise conflict(f"built-in {family.reference} {data['key']} is managed by the platform and cannot be edited")
     if data["variable_type"] != "OVERRIDE":          # an override keeps the key of what it overrides
         if body["key"] != data["key"] and key_taken(rt, family, owner.id, body["key"], exclude=entry.id):
             raise conflict(f"{family.reference} key {body['key']!r} already exists at this scope")
@@ -198,7 +199,8 @@ def delete(ctx, family, level):
     rt = ctx.rt
     owner, entry = _item(ctx, family, level, owned=True)
     if entry.data["variable_type"] == "BUILT_IN":
-        raise ApiError(400, f"built-in {family.reference} {entry.data['key']} cannot be deleted")
+        raise conflict(f"built-in {family.reference} {entry.data['key']} is managed by the platform and cannot be "
+                       "deleted")
     remove(rt, family, entry)
     touch(rt, owner, ctx.now)
 
