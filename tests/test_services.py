@@ -260,7 +260,8 @@ def test_application_built_ins_cannot_be_deleted(client):
     variables = client.get(f"/application/{app['id']}/environmentVariable").json()["results"]
     built_in = next(item for item in variables if item["scope"] == "BUILT_IN" and item["service_id"] == app["id"])
     reply = client.delete(f"/application/{app['id']}/environmentVariable/{built_in['id']}")
-    assert reply.status_code == 400
+    assert reply.status_code == 409
+    assert "managed by the platform" in reply.json()["message"]
 
 
 def database_built_ins(client, database_id):
