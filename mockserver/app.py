@@ -101,7 +101,7 @@ class MockServer:
             raw = await _read_body(receive, self.settings.max_body) if operation.body is not None else b""
             if scope["query_string"]:
                 query = dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
-            errors = check_path(operation, params)
+            errors = check_path(params)
             values, query_errors = operation.check_query(query)
             body = _parse_body(raw, headers.get("content-type"), operation)
             if operation.operation_id in PRECHECKS:
@@ -159,13 +159,10 @@ class MockServer:
             raise ApiError(reply["status"], reply["message"])
 
     def _check_reply(self, operation, status, payload, method, path):
-        if operation is None:
-            validator = self.spec.error_validator
-        else:
-            if status not in operation.responses:
-                self.violations.append(f"{method} {path}: status {status} is not documented")
-                return
-            validator = operation.responses[status]
+        if operation is not None and status not in operation.responses:
+            self.violations.append(f"{method} {path}: status {status} is not documented")
+            return
+        validator = self.spec.response_validator(operation, status)
         if validator is None:
             if payload:
                 self.violations.append(f"{method} {path}: {status} has a body but none is documented")

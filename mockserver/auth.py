@@ -37,10 +37,6 @@ class Token:
     def __post_init__(self):
         self.grants = set().union(*(GRANTS[scope] for scope in self.scopes)) if self.scopes else set()
 
-    @property
-    def hint(self):
-        return f"...{self.value[-4:]}"
-
 
 def authenticate(header, tokens, now, secret, default_org, organizations=()):
     """The Token the header names, or ApiError 401."""

@@ -106,7 +106,7 @@ def build_control(server):
 
     async def verify(request):
         body = await json_body(request)
-        wanted = filters({k: v for k, v in body.items()})
+        wanted = filters(body)
         expect = {k: body[k] for k in ("count", "at_least", "at_most") if k in body}
         if not expect:
             expect = {"at_least": 1}

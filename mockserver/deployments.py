@@ -24,6 +24,14 @@ def next_version(version):
     return None
 
 
+def cluster_lock(entry, now):
+    """The cluster's lock as the API shows it, or None once removed or past its ttl."""
+    lock = entry.meta.get("lock")
+    if lock and lock["expires"] is not None and now >= lock["expires"]:
+        entry.meta["lock"] = lock = None
+    return lock["public"] if lock else None
+
+
 def _duration(seconds):
     return f"PT{int(seconds)}S"
 
@@ -174,14 +182,12 @@ class Deployments:
     def cluster_status(self, entry, now):
         request = self.rt.lifecycle.latest(entry.id)
         status = request.phase(now)[0] if request is not None else entry.data["status"]
-        lock = entry.meta.get("lock")
-        if lock and lock["expires"] is not None and now >= lock["expires"]:
-            entry.meta["lock"] = lock = None
+        lock = cluster_lock(entry, now)
         return {"cluster_id": entry.id, "status": status,
                 "is_deployed": status in ("DEPLOYED", "DEPLOYING", "DEPLOYMENT_QUEUED"),
                 "next_k8s_available_version": next_version(entry.data["version"]),
                 "last_execution_id": request.execution_id if request else None,
-                "cluster_lock": lock["public"] if lock else None,
+                "cluster_lock": lock,
                 "last_deployment_date": entry.meta.get("last_deployment_date")}
 
     # ------------------------------------------------------------ ends and events

@@ -48,9 +48,6 @@ class Fake:
     def person(self):
         return self.faker.name()
 
-    def sentence(self):
-        return self.faker.sentence(nb_words=6).rstrip(".")
-
     def _local(self, key):
         """A Faker seeded by (seed, key): values tied to one record."""
         digest = hashlib.sha256(f"{self.seed}:{key}".encode()).digest()

@@ -30,7 +30,7 @@ class Operation:
     query: dict                        # name -> JSON schema
     body: Validator | None
     body_required: bool
-    responses: dict = field(default_factory=dict)   # status -> Validator | None (self-check)
+    responses: dict = field(default_factory=dict)   # status -> OpenAPI schema of the body, or None
 
     def check_query(self, raw):
         """Parsed, typed query values of declared parameters, and violations."""
@@ -62,7 +62,6 @@ class Spec:
         self.components = document.get("components", {}).get("schemas", {})
         self.operations = {}
         self.path = None
-        self._error_validator = None
         self._validators = {}
         self._root = _Node()
         for template, item in document["paths"].items():
@@ -71,17 +70,22 @@ class Spec:
                     continue
                 self._add(self._compile(template, method.upper(), raw))
 
-    @property
-    def error_validator(self):
-        if self._error_validator is None:
-            self._error_validator = Validator(self.schema("Error"))
-        return self._error_validator
+    def response_validator(self, operation, status):
+        """Validator of a reply body (the self-check); compiled on first use, one per schema."""
+        schema = operation.responses[status] if operation is not None else {"$ref": "#/components/schemas/Error"}
+        if schema is None:
+            return None
+        return self._compiled(schema, schema.get("$ref") or (operation.operation_id, status))
 
     def request_validator(self, name):
         """Validator of a component schema by name (fixtures are checked with these)."""
-        if name not in self._validators:
-            self._validators[name] = Validator(self.schema(name))
-        return self._validators[name]
+        ref = f"#/components/schemas/{name}"
+        return self._compiled({"$ref": ref}, ref)
+
+    def _compiled(self, schema, key):
+        if key not in self._validators:
+            self._validators[key] = Validator(to_json_schema(schema, self.components))
+        return self._validators[key]
 
     def yaml_bytes(self):
         return DOCUMENT.read_bytes() if self.path == DOCUMENT else yaml.safe_dump(self.document).encode()
@@ -115,7 +119,7 @@ class Spec:
             if "$ref" in response:
                 response = self.document["components"]["responses"][response["$ref"].rsplit("/", 1)[-1]]
             media = response.get("content", {}).get("application/json")
-            responses[int(status)] = Validator(to_json_schema(media["schema"], self.components)) if media else None
+            responses[int(status)] = media["schema"] if media else None
         success = min(code for code in responses if code < 300)
         return Operation(raw["operationId"], method, template, raw.get("x-scope", "read"), success, params, query,
                          body, body_required, responses)
@@ -154,7 +158,7 @@ class Spec:
         return operation, dict(zip(operation.params, values))
 
 
-def check_path(operation, values):
+def check_path(values):
     """Every path parameter of the API is a uuid."""
     return [(f"path.{name}", f"{value!r} is not a valid uuid")
             for name, value in values.items() if not UUID.match(value)]

@@ -86,9 +86,10 @@ class Table:
             return None
         return entry
 
-    def get(self, ident, org, noun=None):
+    def get(self, ident, org, noun=None, parent=None):
+        """The record, or 404; with `parent`, only a record under that parent counts."""
         entry = self.find(ident, org)
-        if entry is None:
+        if entry is None or (parent is not None and entry.parent != parent):
             raise not_found(noun or self.noun, ident)
         return entry
 

@@ -22,6 +22,14 @@ def touch(rt, entry, now):
         entry.table.reindex(entry)
 
 
+def bind(fn, *args):
+    """A handler `ctx -> fn(ctx, *args)`: one generic function serves a family of operations."""
+    def handler(ctx):
+        return fn(ctx, *args)
+    handler.__name__ = f"{fn.__name__}_{'_'.join(map(str, args))}"
+    return handler
+
+
 def merge(data, body, fields):
     """Copy the given fields of a request body onto a record (absent fields keep their value)."""
     for name in fields:

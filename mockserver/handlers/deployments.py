@@ -158,10 +158,7 @@ def create_domain(ctx):
 
 def _domain(ctx):
     entry = service(ctx, "helm")
-    domain = ctx.rt.store.custom_domains.get(ctx.params["customDomainId"], ctx.org)
-    if domain.parent != entry.id:
-        domain = ctx.rt.store.custom_domains.get("", ctx.org)
-    return domain
+    return ctx.rt.store.custom_domains.get(ctx.params["customDomainId"], ctx.org, parent=entry.id)
 
 
 def get_domain(ctx):

@@ -1,6 +1,7 @@
 """Create the fixtures' records through the handlers, as API calls would."""
 
 from ..auth import Token
+from ..fixtures import NESTED
 from ..runtime import Context
 from ..store import Entry
 from . import HANDLERS
@@ -24,9 +25,7 @@ class Loader:
 
     def call(self, org, operation, params, body):
         ident = body.get("id")
-        clean = {k: v for k, v in body.items() if k not in ("id", "deployed", "variables", "secrets", "backups",
-                                                            "custom_domains", "environments", "deployment_rule",
-                                                            "projects", "clusters")}
+        clean = {k: v for k, v in body.items() if k not in NESTED}
         if ident:
             self.rt.fake.pin(ident)
         token = Token(name="fixtures", value="", organization=org, scopes=["Admin"])

@@ -2,6 +2,7 @@
 labels groups, cloud credentials, webhooks, and Terraform variables file discovery."""
 
 from ..clock import iso
+from ..deployments import cluster_lock, next_version
 from ..errors import ApiError, conflict
 from ..openapi.ids import FIXED_REGISTRY_URLS
 from ..openapi.schemas import REGISTRY_CONFIG_OUT, REGISTRY_SECRET_CONFIG
@@ -47,8 +48,7 @@ def lock_cluster(ctx):
 
 def unlock_cluster(ctx):
     entry = _cluster(ctx)
-    status = ctx.rt.deployments.cluster_status(entry, ctx.now)
-    if status["cluster_lock"] is None:
+    if cluster_lock(entry, ctx.now) is None:
         raise ApiError(404, f"cluster {entry.id} is not locked")
     entry.meta["lock"] = None
 
@@ -56,12 +56,12 @@ def unlock_cluster(ctx):
 def upgrade_cluster(ctx):
     rt = ctx.rt
     entry = _cluster(ctx)
-    status = rt.deployments.cluster_status(entry, ctx.now)
-    if status["cluster_lock"] is not None:
-        raise conflict(f"cluster {entry.id} is locked ({status['cluster_lock']['reason']}); unlock it first")
+    lock = cluster_lock(entry, ctx.now)
+    if lock is not None:
+        raise conflict(f"cluster {entry.id} is locked ({lock['reason']}); unlock it first")
     if rt.lifecycle.busy(entry.id, ctx.now):
         raise conflict(f"cluster {entry.id} is already being upgraded")
-    if status["next_k8s_available_version"] is None:
+    if next_version(entry.data["version"]) is None:
         raise conflict(f"cluster {entry.id} already runs the latest Kubernetes version {entry.data['version']}")
     rt.deployments.start_cluster_upgrade(ctx, entry)
     return rt.deployments.cluster_status(entry, ctx.now)

@@ -8,7 +8,7 @@ from ..clock import iso
 from ..errors import conflict, not_found
 from ..store import Entry
 from . import variables
-from .common import merge, results, touch
+from .common import bind, merge, results, touch
 
 # kind -> (title for operation ids, service_type, path parameter names: item, status, deploy/actions)
 KINDS = {
@@ -241,19 +241,12 @@ def operations():
         for name, fn in (("create", create), ("list", list_services), ("get", get), ("edit", edit),
                          ("delete", delete)):
             op = f"list{title}s" if name == "list" else f"{name}{title}"
-            out[op] = _bind(fn, kind)
-        out[f"get{title}Status"] = _bind(status, kind)
-        out[f"list{title}DeploymentHistory"] = _bind(history, kind)
+            out[op] = bind(fn, kind)
+        out[f"get{title}Status"] = bind(status, kind)
+        out[f"list{title}DeploymentHistory"] = bind(history, kind)
         for verb in ("deploy", "redeploy", "stop", "restart"):
-            out[f"{verb}{title}"] = _bind(action(verb), kind)
+            out[f"{verb}{title}"] = bind(action(verb), kind)
     return out
-
-
-def _bind(fn, kind):
-    def handler(ctx):
-        return fn(ctx, kind)
-    handler.__name__ = f"{fn.__name__}_{kind}"
-    return handler
 
 
 HANDLERS = operations()

@@ -12,7 +12,7 @@ private: no response carries them.
 
 from ..errors import ApiError, conflict, not_found
 from ..store import Entry
-from .common import touch
+from .common import bind, touch
 
 SCOPE_RANK = {"PROJECT": 3, "ENVIRONMENT": 2, "APPLICATION": 1, "CONTAINER": 1, "JOB": 1, "HELM": 1,
               "TERRAFORM": 1}
@@ -152,11 +152,14 @@ def list_visible(ctx, family, level):
 
 
 def _item(ctx, family, level, owned):
+    """A record through an owner's path: one it owns (edit, delete) or one it sees (get)."""
     owner = owner_of(ctx, level)
     ident = ctx.params[family.item_param]
-    entry = ctx.rt.store.tables[family.table].find(ident, ctx.org)
-    if entry is None or (owned and entry.parent != owner.id) or (
-            not owned and entry.id not in {e.id for e in visible(ctx.rt, family, owner)}):
+    table = ctx.rt.store.tables[family.table]
+    if owned:
+        return owner, table.get(ident, ctx.org, family.reference, parent=owner.id)
+    entry = table.find(ident, ctx.org)
+    if entry is None or all(e is not entry for e in visible(ctx.rt, family, owner)):
         raise not_found(family.reference, ident)
     return owner, entry
 
@@ -306,27 +309,20 @@ def operations():
     for title, level in LEVELS.items():
         for family in (VARIABLES, SECRETS):
             word, plural = family.word, f"{family.word}s"
-            out[f"create{title}{word}"] = _bind(create, family, level)
-            out[f"list{title}{plural}"] = _bind(list_visible, family, level)
-            out[f"get{title}{word}"] = _bind(get, family, level)
-            out[f"edit{title}{word}"] = _bind(edit, family, level)
-            out[f"delete{title}{word}"] = _bind(delete, family, level)
+            out[f"create{title}{word}"] = bind(create, family, level)
+            out[f"list{title}{plural}"] = bind(list_visible, family, level)
+            out[f"get{title}{word}"] = bind(get, family, level)
+            out[f"edit{title}{word}"] = bind(edit, family, level)
+            out[f"delete{title}{word}"] = bind(delete, family, level)
             if level not in ("PROJECT", "ENVIRONMENT"):
                 param = family.item_param
                 if (level, family.word) == ("container", "Variable"):
                     param = "environmentVariableId"
-                out[f"override{title}{word}"] = _bind(service_override, family, level, param)
+                out[f"override{title}{word}"] = bind(service_override, family, level, param)
     for family in (VARIABLES, SECRETS):
-        out[f"create{family.word}Override"] = _bind(create_override, family)
-        out[f"create{family.word}Alias"] = _bind(create_alias, family)
+        out[f"create{family.word}Override"] = bind(create_override, family)
+        out[f"create{family.word}Alias"] = bind(create_alias, family)
     return out
-
-
-def _bind(fn, *args):
-    def handler(ctx):
-        return fn(ctx, *args)
-    handler.__name__ = fn.__name__
-    return handler
 
 
 HANDLERS = operations()
