@@ -72,6 +72,17 @@ def client(server):
         yield test_client
 
 
+def assert_error(reply, status):
+    """The platform's error envelope: {status, error, message} as application/json."""
+    assert reply.status_code == status, reply.text
+    assert reply.headers["content-type"].startswith("application/json")
+    body = reply.json()
+    assert body["status"] == status
+    assert isinstance(body["error"], str) and body["error"]
+    assert isinstance(body["message"], str) and body["message"]
+    return body
+
+
 def free_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -111,6 +122,14 @@ class LiveServer:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.process.kill()
+
+
+@pytest.fixture(scope="module")
+def live_manual():
+    """One live server with the manual clock for a whole module (tests reset it themselves)."""
+    server = LiveServer("--clock", "manual")
+    yield server
+    server.stop()
 
 
 @pytest.fixture

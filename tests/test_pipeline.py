@@ -9,21 +9,12 @@ import pytest
 import yaml
 from starlette.testclient import TestClient
 
-from conftest import ADMIN, APP, ENV, ORG, PROJECT, ROOT
+from conftest import ADMIN, APP, ENV, ORG, PROJECT, ROOT, assert_error
 
 PROJECTS = f"/organization/{ORG}/project"
 ENVIRONMENTS = f"/project/{PROJECT}/environment"
 
 
-def assert_error(reply, status):
-    """The platform's error envelope: {status, error, message} as application/json."""
-    assert reply.status_code == status, reply.text
-    assert reply.headers["content-type"].startswith("application/json")
-    body = reply.json()
-    assert body["status"] == status
-    assert isinstance(body["error"], str) and body["error"]
-    assert isinstance(body["message"], str) and body["message"]
-    return body
 
 
 # ---------------------------------------------------------------- the served document

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from conftest import ADMIN, APP, CLUSTER, CONTAINER, DEPLOY, ENV, ORG, PROJECT, READ, ROOT, WRITE, LiveServer
+from conftest import ADMIN, APP, CLUSTER, CONTAINER, DEPLOY, ENV, ORG, PROJECT, READ, ROOT, WRITE, assert_error
 
 EXAMPLES = ROOT / "scenarios"
 EXAMPLE_NAMES = {"build-fails", "flaky-status", "slow-cluster-upgrade", "rate-limit-exhausted",
@@ -66,14 +66,6 @@ def statuses(http, path, times, **kwargs):
     return [http.get(path, **kwargs).status_code for _ in range(times)]
 
 
-def assert_error(reply, status):
-    assert reply.status_code == status, reply.text
-    assert reply.headers["content-type"].startswith("application/json")
-    body = reply.json()
-    assert body["status"] == status
-    assert isinstance(body["error"], str) and body["error"]
-    assert isinstance(body["message"], str) and body["message"]
-    return body
 
 
 def app_state(http, app=APP):
@@ -380,16 +372,9 @@ def test_effect_webhook_failures_show_in_the_deliveries(mock_with):
     assert all(a["status_code"] is None for a in delivery["attempts"])
 
 
-@pytest.fixture(scope="module")
-def live():
-    server = LiveServer("--clock", "manual")
-    yield server
-    server.stop()
-
-
 @pytest.fixture
-def live_http(live):
-    with httpx.Client(base_url=live.url, headers=ADMIN, timeout=10) as http:
+def live_http(live_manual):
+    with httpx.Client(base_url=live_manual.url, headers=ADMIN, timeout=10) as http:
         http.post("/_mock/reset", json={"scenarios": True})
         yield http
 

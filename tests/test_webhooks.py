@@ -16,7 +16,7 @@ import time
 import httpx
 import pytest
 
-from conftest import ADMIN, APP, ENV, ORG, LiveServer, free_port
+from conftest import ADMIN, APP, ENV, ORG, free_port
 
 WEBHOOKS = f"/organization/{ORG}/webhook"
 DEADLINE = 5.0                 # seconds to wait for an asynchronous delivery
@@ -91,17 +91,10 @@ def receiver():
 
 
 # ---------------------------------------------------------------- the mock
-@pytest.fixture(scope="module")
-def live():
-    server = LiveServer("--clock", "manual")
-    yield server
-    server.stop()
-
-
 @pytest.fixture
-def mock(live):
+def mock(live_manual):
     """An HTTP client on the live mock, reset to its fixtures (scenarios removed)."""
-    with httpx.Client(base_url=live.url, headers=ADMIN, timeout=10) as http:
+    with httpx.Client(base_url=live_manual.url, headers=ADMIN, timeout=10) as http:
         assert http.post("/_mock/reset", json={"scenarios": True}).status_code == 200
         yield http
 
