@@ -17,6 +17,7 @@ serve: $(STAMP)
 	$(BIN)/mockserver serve $(ARGS)
 
 test: $(STAMP)
+	.ci/browser-deps $(BIN)/pip
 	$(BIN)/pytest -q tests
 
 contract: $(STAMP)

@@ -20,6 +20,8 @@ from mockserver.app import MockServer
 from mockserver.settings import Settings
 from mockserver.spec import Spec
 
+pytest_plugins = ["browser_support"]
+
 ROOT = Path(__file__).resolve().parent.parent
 ORG = "8d3e6a4b-1f2c-4b7a-9e1d-3c5f7a9b2d10"
 OTHER_ORG = "5b1c9e2a-7d4f-4a3b-8c6e-0f2d4b6a8c21"
