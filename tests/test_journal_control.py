@@ -343,7 +343,8 @@ def test_minting_with_bad_scopes_is_400(client, scopes):
 
 # ---------------------------------------------------------------- the control API's own document
 CONTROL_ROUTES = {
-    ("get", "/_mock/health"), ("post", "/_mock/reset"), ("get", "/_mock/state"), ("get", "/_mock/clock"),
+    ("get", "/_mock/health"), ("post", "/_mock/reset"), ("get", "/_mock/state"), ("get", "/_mock/state/export"),
+    ("get", "/_mock/clock"),
     ("post", "/_mock/clock/advance"), ("get", "/_mock/calls"), ("delete", "/_mock/calls"),
     ("post", "/_mock/calls/verify"), ("get", "/_mock/scenarios"), ("get", "/_mock/scenarios/{name}"),
     ("put", "/_mock/scenarios/{name}"), ("delete", "/_mock/scenarios/{name}"),
