@@ -148,7 +148,10 @@ class Exporter:
         return out
 
     def cluster(self, entry):
-        data = {**entry.data, "status": self.rt.deployments.cluster_status(entry, self.now)["status"]}
+        """A cluster as it stands; an upgrade under way is not kept (it exports on its current version)."""
+        busy = self.rt.lifecycle.busy(entry.id, self.now)
+        status = "DEPLOYED" if busy else self.rt.deployments.cluster_status(entry, self.now)["status"]
+        data = {**entry.data, "status": status}
         return {name: data[name] for name in CLUSTER_ORDER if data.get(name) is not None}
 
     def project(self, entry):

@@ -178,6 +178,17 @@ def test_overrides_and_aliases_export_with_what_they_point_to(client):
     assert app["deployed"] is True and "deployed" not in env["containers"][0]
 
 
+def test_a_cluster_exports_its_version_and_no_upgrade_under_way(client):
+    def exported():
+        clusters = yaml.safe_load(export(client))["organizations"][0]["clusters"]
+        return next((c["version"], c["status"]) for c in clusters if c["id"] == CLUSTER)
+    ok(client.post(f"/cluster/{CLUSTER}/upgrade"), 202)
+    assert ok(client.get(f"/cluster/{CLUSTER}/status"), 200)["status"] != "DEPLOYED"
+    assert exported() == ("1.31", "DEPLOYED")
+    ok(client.post("/_mock/clock/advance", json={"seconds": 60}), 200)
+    assert exported() == ("1.32", "DEPLOYED")
+
+
 # ---------------------------------------------------------------- secrets
 def test_secrets_never_appear_in_clear_by_default(client):
     build_world(client)
