@@ -238,6 +238,15 @@ def test_deleted_records_are_not_exported(client):
         assert ids[gone] not in text, gone
 
 
+def test_a_sandbox_exports_its_own_world(client):
+    blue = {"X-Mock-Sandbox": "export-blue"}
+    created = ok(client.post(f"/organization/{ORG}/project", json={"name": "only-in-blue"}, headers=blue))
+    assert created["id"] not in export(client)
+    reply = client.get("/_mock/state/export", headers=blue)
+    assert reply.status_code == 200 and created["id"] in reply.text
+    assert created["id"] in client.get("/sandbox/export-blue/_mock/state/export").text
+
+
 # ---------------------------------------------------------------- the command
 def run(*args):
     return subprocess.run([sys.executable, "-m", "mockserver", *args], cwd=ROOT, capture_output=True, text=True,
@@ -258,6 +267,19 @@ def test_cli_export_writes_a_file_that_check_accepts(live_manual, tmp_path):
     assert checked.returncode == 0, checked.stderr
     to_stdout = run("export", "--url", live_manual.url, "--include-secrets")
     assert to_stdout.returncode == 0 and "sk-live-not-returned" in to_stdout.stdout
+
+
+def test_cli_export_of_a_sandbox_behind_a_control_token(live_server):
+    mock = live_server("--clock", "manual", "--control-token", "ctl-secret")
+    created = httpx.post(f"{mock.url}/sandbox/green/organization/{ORG}/project", json={"name": "green-only"},
+                         headers=ADMIN).json()
+    refused = run("export", "--url", mock.url, "--sandbox", "green")
+    assert refused.returncode == 2 and "401" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    result = run("export", "--url", mock.url, "--sandbox", "green", "--control-token", "ctl-secret")
+    assert result.returncode == 0, result.stderr
+    assert created["id"] in result.stdout
+    default = run("export", "--url", mock.url, "--control-token", "ctl-secret")
+    assert default.returncode == 0 and created["id"] not in default.stdout
 
 
 def test_cli_export_reports_an_unreachable_server_in_one_line():
