@@ -28,7 +28,6 @@ ORG_FIELDS = ("id", "name", "description", "plan")
 CLUSTER_ORDER = ("id", "name", "description", "region", "cloud_provider", "version", "is_default", "production",
                  "status")
 ORG_TABLES = {"container_registries": "registries", "credentials": "credentials", "labels_groups": "labels_groups"}
-SERVICE_KINDS = {key: kind for key, (kind, _) in SERVICE_KEYS.items()}
 # Where an entry's private values belong in its create payload: at the top, or inside a field.
 PRIVATE_IN = {"registries": "config"}
 # What names a record in a placeholder.

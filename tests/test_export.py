@@ -189,6 +189,18 @@ def test_a_cluster_exports_its_version_and_no_upgrade_under_way(client):
     assert exported() == ("1.32", "DEPLOYED")
 
 
+def test_an_override_of_nothing_is_reported_by_check(tmp_path):
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "state.yaml").write_text(yaml.safe_dump({"organizations": [{
+        "id": ORG, "name": "Acme", "clusters": [{"id": CLUSTER, "name": "c"}],
+        "projects": [{"name": "p", "environments": [{"name": "e", "variables": [
+            {"key": "GHOST", "value": "x", "override_of": "NO_SUCH_BUILT_IN"}]}]}]}]}))
+    result = run("check", "--fixtures", str(folder))
+    assert result.returncode == 1
+    assert "'NO_SUCH_BUILT_IN' is neither the id of a record nor the key of a built-in" in result.stderr
+
+
 # ---------------------------------------------------------------- secrets
 def test_secrets_never_appear_in_clear_by_default(client):
     build_world(client)
