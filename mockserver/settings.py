@@ -31,6 +31,9 @@ class Settings:
     scenarios: list = field(default_factory=list)
     self_check: bool = False
     log_level: str = "warning"
+    cors_origins: str = "*"               # "*", a comma-separated list of origins, or "off"
+    access_log: bool = False
+    log_format: str = "text"              # of the access log: text or json
 
 
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
