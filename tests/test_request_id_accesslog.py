@@ -31,6 +31,14 @@ def test_a_request_id_sent_by_the_client_is_echoed_and_journaled(client):
     assert entry["operation"] == "getOrganization"
 
 
+def test_verify_finds_a_call_by_its_request_id(client):
+    client.get("/organization", headers={"X-Request-Id": "verify-me"})
+    client.get("/organization")
+    verdict = client.post("/_mock/calls/verify", json={"request_id": "verify-me", "count": 1}).json()
+    assert verdict["ok"] is True and verdict["actual"] == 1
+    assert client.post("/_mock/calls/verify", json={"request_id": "never-sent"}).json()["ok"] is False
+
+
 def test_without_one_each_call_gets_its_own_generated_id_which_the_journal_finds(client):
     first = client.get("/organization").headers["x-request-id"]
     second = client.get("/organization").headers["x-request-id"]
