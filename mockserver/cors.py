@@ -144,6 +144,8 @@ class Cors:
             return
         wanted = {part.strip() for part in asked_headers.decode("latin-1").lower().split(",")}
         headers = sorted(set(ALLOWED_HEADERS) | {name for name in wanted if _TOKEN.fullmatch(name)})
+        if any(name == b"access-control-request-private-network" for name, _ in scope["headers"]):
+            cors.append((b"access-control-allow-private-network", b"true"))  # a public page calling a local mock
         await _reply(send, 204, b"", cors + [
             (b"access-control-allow-methods", ", ".join(sorted(methods)).encode()),
             (b"access-control-allow-headers", ", ".join(headers).encode()),

@@ -77,6 +77,15 @@ def test_preflight_under_the_api_prefix_and_a_sandbox_prefix_finds_the_same_meth
         assert listed(reply.headers["access-control-allow-methods"]) == listed(plain), path
 
 
+def test_preflight_from_a_public_page_to_the_local_mock_allows_the_private_network(anonymous):
+    reply = anonymous.options("/organization", headers={"Origin": "https://console.example.test",
+                                                        "Access-Control-Request-Method": "GET",
+                                                        "Access-Control-Request-Private-Network": "true"})
+    assert reply.status_code == 204
+    assert reply.headers["access-control-allow-private-network"] == "true"
+    assert "access-control-allow-private-network" not in preflight(anonymous, "/organization").headers
+
+
 def test_preflight_on_an_unknown_path_is_a_404_error_body(anonymous):
     reply = preflight(anonymous, "/no/such/path")
     assert_error(reply, 404)
