@@ -4,8 +4,9 @@
     .venv/bin/python bench/features.py
 
 A GET status call through the whole MockServer, 15 rounds of 2,000 calls per variant taken in
-turn, the CPU time of the fastest round (the least disturbed by other load) per call; the access log writes to a temporary file (a line is flushed per call,
-as `mockserver serve` does). The served figures (wrk, CPU per request) are `bench/run.py --variants`.
+turn, the CPU time of the fastest round (the least disturbed by other load) per call. The access
+log writes to a temporary file (a line flushed per call, as `mockserver serve` does). The served
+figures (wrk, CPU per request) come from `bench/run.py --variants`.
 """
 
 import asyncio

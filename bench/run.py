@@ -297,7 +297,8 @@ def markdown(report):
                   "(req/s vs mock: median over the runs of the variant's req/s over the mock's, run by run; "
                   "CPU/request: the server process's user+system time over the requests it answered, median "
                   "of the runs):", "",
-                  "| server | request | req/s | spread (min-max) | req/s vs mock | CPU µs/request | CPU vs mock | errors |",
+                  "| server | request | req/s | spread (min-max) | req/s vs mock | CPU µs/request | CPU vs mock "
+                  "| errors |",
                   "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
         lines += [f"| {r['server']} | {r['request']} | {r['rps']:.0f} | {r['rps_min']:.0f}-{r['rps_max']:.0f} | "
                   f"{r['vs_mock']:.3f} | {r['cpu_us']:.1f} | {r['cpu_vs_mock']:.3f} | {r['errors']} |"

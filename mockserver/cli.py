@@ -142,7 +142,8 @@ def parser():
             sub.add_argument("--rate-limit", type=_rate, default=None, metavar="N/WINDOW",
                              help="requests per window per token, e.g. 1000/3600, 5/10s, 100/1m "
                                   "(default: the fixtures' rate_limit, else 1000/3600)")
-            sub.add_argument("--clock", choices=("real", "manual"), default=_env(*ENVIRONMENT["--clock"], default="real"),
+            sub.add_argument("--clock", choices=("real", "manual"),
+                             default=_env(*ENVIRONMENT["--clock"], default="real"),
                              help="real: progressions follow the wall clock; manual: only POST /_mock/clock/advance")
             sub.add_argument("--speed", type=_positive(float), default=float(_env(*ENVIRONMENT["--speed"], default=1)),
                              help="divide every step duration by this factor (default 1)")
@@ -158,7 +159,8 @@ def parser():
             sub.add_argument("--access-log", action=argparse.BooleanOptionalAction,
                              default=_flag(_env(*ENVIRONMENT["--access-log"], default="off")),
                              help="one line per API call on stdout (default off)")
-            sub.add_argument("--log-format", choices=FORMATS, default=_env(*ENVIRONMENT["--log-format"], default="text"),
+            sub.add_argument("--log-format", choices=FORMATS,
+                             default=_env(*ENVIRONMENT["--log-format"], default="text"),
                              help="of the access log: text (default) or json, one object a line")
     return top
 

@@ -153,7 +153,8 @@ def test_help_lists_every_environment_variable_of_each_command():
 # a valid value of each option, and how it shows in the settings
 SAMPLES = {
     "--fixtures": ("/tmp/some-fixtures", lambda s: str(s.fixtures) == "/tmp/some-fixtures"),
-    "--scenario": ("/tmp/a.yaml:/tmp/b.yaml", lambda s: [str(p) for p in s.scenarios] == ["/tmp/a.yaml", "/tmp/b.yaml"]),
+    "--scenario": ("/tmp/a.yaml:/tmp/b.yaml",
+                   lambda s: [str(p) for p in s.scenarios] == ["/tmp/a.yaml", "/tmp/b.yaml"]),
     "--seed": ("7", lambda s: s.seed == 7),
     "--host": ("0.0.0.0", lambda s: s.host == "0.0.0.0"),
     "--port": ("9123", lambda s: s.port == 9123),
