@@ -4,6 +4,7 @@
     python bench/run.py                 # throughput table (~2.5 minutes)
     python bench/run.py --with-prism    # add Prism 5.14.2 (installed into bench/.prism/ with npm)
     python bench/run.py --scale         # add start-up time, RSS over 1M requests, latency vs store size
+    python bench/run.py --variants      # add a paired table: the mock vs itself with CORS off / access log on
 
 Every server is pinned to CPU 0 and wrk to CPU 1 (taskset); wrk runs 1 thread, 8 connections.
 Results: a table on stdout, bench/results/latest.md and bench/results/latest.json.
@@ -81,6 +82,12 @@ def stop(proc):
         proc.wait()
 
 
+def cpu_seconds(pid):
+    """User + system CPU time of a process so far (/proc/<pid>/stat, clock ticks)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mib(pid):
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -109,6 +116,11 @@ def errors_of(result, expected):
 
 
 # ------------------------------------------------------------------ throughput
+# name -> extra options of `mockserver serve` (--variants): what CORS and the access log cost
+VARIANTS = {"mock-cors-off": ["--cors-origins", "off"], "mock-log-text": ["--access-log"],
+            "mock-log-json": ["--access-log", "--log-format", "json"]}
+
+
 def servers(with_prism):
     yield "mock", [MOCK, "serve", "--port", "{port}", "--rate-limit", RATE]
     yield "bare", [PYTHON, str(BENCH / "bare_app.py"), "--port", "{port}"]
@@ -150,6 +162,50 @@ def throughput(args, port):
     for row in rows:
         row["vs_bare"] = row["rps"] / bare[row["request"]]
     return rows
+
+
+def variants(args, port):
+    """The mock as it ships and its VARIANTS, all started at once (idle ones cost nothing) and loaded in
+    turn, run after run, so that the machine's drift hits every one alike: a paired comparison."""
+    names = ["mock", *VARIANTS]
+    procs = {}
+    try:
+        for n, name in enumerate(names):
+            with open(RESULTS / f"{name}.log.raw", "w") as log:   # the access log goes to this file
+                procs[name] = start([MOCK, "serve", "--port", str(port + n), "--rate-limit", RATE,
+                                     *VARIANTS.get(name, [])], port + n, log)[0]
+        for n in range(len(names)):
+            for i in range(48):                   # the fixtures have 2 projects: make it 50
+                call(port + n, "POST", f"/organization/{ORG}/project", {"name": f"bench-{i}"})
+            for kind, path, _ in REQUESTS.values():
+                wrk(port + n, kind, path, tag=f"warm{n}", secs=1)
+        runs = {(name, request): [] for name in names for request in REQUESTS}
+        for rep in range(args.runs):
+            for request, (kind, path, _) in REQUESTS.items():
+                for n, name in enumerate(names):
+                    before = cpu_seconds(procs[name].pid)
+                    result = wrk(port + n, kind, path, tag=f"v{n}_{rep}", secs=args.seconds)
+                    result["cpu_us"] = (cpu_seconds(procs[name].pid) - before) / result["requests"] * 1e6
+                    runs[name, request].append(result)
+        rows = []
+        for (name, request), results in runs.items():
+            rps = [r["rps"] for r in results]
+            rows.append({"server": name, "request": request, "rps": statistics.median(rps), "rps_min": min(rps),
+                         "rps_max": max(rps), "p50_ms": statistics.median(r["p50_us"] for r in results) / 1000,
+                         "errors": sum(errors_of(r, REQUESTS[request][2]) for r in results),
+                         "cpu_us": statistics.median(r["cpu_us"] for r in results),
+                         # per run, this server against the mock as it ships, measured right before it
+                         "vs_mock": statistics.median(r["rps"] / base["rps"]
+                                                      for r, base in zip(results, runs["mock", request]))})
+            print(f"  {name:14} {request:28} {rows[-1]['rps']:9.0f} req/s  x{rows[-1]['vs_mock']:.3f}  "
+                  f"{rows[-1]['cpu_us']:.1f} us CPU/request", flush=True)
+        for row in rows:
+            base = next(r for r in rows if r["server"] == "mock" and r["request"] == row["request"])
+            row["cpu_vs_mock"] = row["cpu_us"] / base["cpu_us"]
+        return rows
+    finally:
+        for proc in procs.values():
+            stop(proc)
 
 
 # ------------------------------------------------------------------ scale
@@ -236,6 +292,17 @@ def markdown(report):
         lines += [f"| {r['server']} | {r['request']} | {r['rps']:.0f} | {r['rps_min']:.0f}-{r['rps_max']:.0f} | "
                   f"{r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['errors']} | {r['vs_bare']:.2f} |"
                   for r in report["throughput"]]
+    if report.get("variants"):
+        lines += ["", "Paired: the mock as it ships and its variants, started together and loaded in turn "
+                  "(req/s vs mock: median over the runs of the variant's req/s over the mock's, run by run; "
+                  "CPU/request: the server process's user+system time over the requests it answered, median "
+                  "of the runs):", "",
+                  "| server | request | req/s | spread (min-max) | req/s vs mock | CPU µs/request | CPU vs mock "
+                  "| errors |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        lines += [f"| {r['server']} | {r['request']} | {r['rps']:.0f} | {r['rps_min']:.0f}-{r['rps_max']:.0f} | "
+                  f"{r['vs_mock']:.3f} | {r['cpu_us']:.1f} | {r['cpu_vs_mock']:.3f} | {r['errors']} |"
+                  for r in report["variants"]]
     s = report.get("scale")
     if s:
         lines += ["", f"Start-up of `mockserver serve` to the first answered request: median "
@@ -256,6 +323,9 @@ def main():
     parser.add_argument("--with-prism", action="store_true", help=f"also load Stoplight Prism {PRISM_VERSION}")
     parser.add_argument("--scale", action="store_true", help="add start-up, memory and store-size figures (~3 min)")
     parser.add_argument("--no-throughput", action="store_true", help="skip the throughput table")
+    parser.add_argument("--variants", action="store_true",
+                        help="add a paired table: the mock vs itself with CORS off and with the access log on "
+                             "(text, json; written to a file)")
     parser.add_argument("--runs", type=int, default=5, help="runs per server and request (default 5)")
     parser.add_argument("--seconds", type=int, default=3, help="seconds per run (default 3)")
     parser.add_argument("--port", type=int, default=18080)
@@ -270,6 +340,8 @@ def main():
     print(f"mock started with --rate-limit {RATE} (the default 1000/h would answer 429 under load)", flush=True)
     if not args.no_throughput:
         report["throughput"] = throughput(args, args.port)
+    if args.variants:
+        report["variants"] = variants(args, args.port)
     if args.scale:
         report["scale"] = scale(args.port)
     report["load_after"] = os.getloadavg()[0]

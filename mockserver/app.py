@@ -19,6 +19,8 @@ from urllib.parse import parse_qsl
 
 import orjson
 
+from . import cors, requestid
+from .accesslog import access_logger
 from .auth import authenticate, authorize
 from .clock import Clock
 from .errors import ApiError, invalid
@@ -66,6 +68,10 @@ class MockServer:
         self._yaml = None
         from .control import build_control
         self.control = build_control(self)
+        self.access_log = access_logger(self.settings.log_format) if self.settings.access_log else None
+        origins = cors.parse(self.settings.cors_origins)
+        self.entry = (cors.Cors(self.route, origins, cors.methods_finder(self.spec, self.control.routes))
+                      if origins else self.route)
 
     # ------------------------------------------------------------ worlds
     def build(self, settings, clock, fixtures):
@@ -116,6 +122,9 @@ class MockServer:
 
     # ------------------------------------------------------------ ASGI
     async def __call__(self, scope, receive, send):
+        await self.entry(scope, receive, send)    # CORS around everything (cors.py), unless it is off
+
+    async def route(self, scope, receive, send):
         kind = scope["type"]
         if kind == "http":
             self.changes += 1
@@ -127,15 +136,15 @@ class MockServer:
                     self._check_control_token(scope, path)
                     box = None if path.startswith(("/_mock/sandboxes", "/_mock/health")) else self.sandboxes.get(name)
                     scope = {**scope, "path": path, "mock.sandbox": box, "mock.runtime": box and box.rt}
-                    await self.control(scope, receive, send)
+                    await self.control(scope, receive, requestid.tagged(scope, send))
                     return
                 box = self.sandboxes.get(name)
                 box.calls += 1
             except ApiError as error:
-                await _send(send, error.status, error.render(), JSON + _encode(error.headers))
+                await _send(requestid.tagged(scope, send), error.status, error.render(), JSON + _encode(error.headers))
                 return
             if path in ("/openapi.json", "/openapi.yaml"):
-                await self._document(scope, send, path)
+                await self._document(scope, requestid.tagged(scope, send), path)
             else:
                 await self.api(box.rt, scope, receive, send, path, None if name == DEFAULT else name)
         elif kind == "lifespan":
@@ -175,10 +184,11 @@ class MockServer:
                 headers[key] = redact_authorization(authorization)
             else:
                 headers[key] = value.decode("latin-1")
-        operation = body = rule = None
+        operation = body = rule = token = None
         query = {}
         reply_headers = []
         call_id = rt.journal.reserve()
+        request_id = requestid.request_id(headers.get("x-request-id"))
         try:
             operation, params = self.spec.match(method, path)
             rt.pump()
@@ -218,7 +228,9 @@ class MockServer:
                 reply_headers += _encode(error.headers)
         except Dropped:
             rt.journal.record(call_id, clock.now(), method, path, operation, query, headers, body, 0,
-                              b"", time.perf_counter() - started, rule)
+                              b"", time.perf_counter() - started, rule, request_id)
+            if self.access_log:
+                self._log(scope, sandbox, 0, started, operation, token, rule, request_id)
             _close_connection(receive)
             return
         except Exception as error:              # a bug: still the spec's error body, and the log says where
@@ -226,11 +238,19 @@ class MockServer:
             status, payload = 500, ApiError(500, f"internal error: {type(error).__name__}").render()
         if self.settings.self_check:
             self._check_reply(operation, status, payload, method, path)
-        out = reply_headers + JSON if payload else reply_headers
+        out = reply_headers + (JSON if payload else []) + [(requestid.HEADER, request_id.encode())]
         await send({"type": "http.response.start", "status": status, "headers": out})
         await send({"type": "http.response.body", "body": payload})
         rt.journal.record(call_id, clock.now(), method, path, operation, query, headers, body, status,
-                          payload, time.perf_counter() - started, rule)
+                          payload, time.perf_counter() - started, rule, request_id)
+        if self.access_log:
+            self._log(scope, sandbox, status, started, operation, token, rule, request_id)
+
+    def _log(self, scope, sandbox, status, started, operation, token, rule, request_id):
+        """One access-log line (accesslog.py)."""
+        self.access_log(scope["method"], (scope.get("raw_path") or scope["path"].encode()).decode("latin-1"),
+                        status, time.perf_counter() - started, operation.operation_id if operation else None,
+                        token.name if token else None, sandbox, rule, request_id)
 
     def _check_reply(self, operation, status, payload, method, path):
         if operation is not None and status not in operation.responses:

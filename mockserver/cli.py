@@ -1,21 +1,45 @@
 """Command line: `mockserver serve`, `mockserver check` and `mockserver export`.
 
-Options may also come from the environment (the container sets them there):
-MOCKSERVER_HOST (or HOST), MOCKSERVER_PORT (or PORT), MOCKSERVER_FIXTURES, MOCKSERVER_SEED,
-MOCKSERVER_RATE_LIMIT, MOCKSERVER_CLOCK, MOCKSERVER_SPEED, MOCKSERVER_SCENARIOS (a folder or
-files separated by ':'), MOCKSERVER_JOURNAL_SIZE, MOCKSERVER_JWT_SECRET, MOCKSERVER_LOG_LEVEL,
-MOCKSERVER_MAX_SANDBOXES, MOCKSERVER_SANDBOX_TTL, MOCKSERVER_CONTROL_TOKEN, MOCKSERVER_REPLICA,
-MOCKSERVER_STATE_FILE, MOCKSERVER_SAVE_INTERVAL.
-A problem with an option, a fixture or a scenario is reported in one line per problem and
-a non-zero exit, never a traceback.
+Options may also come from the environment (the container sets them there); ENVIRONMENT
+lists the variables of each option and `--help` prints them. A problem with an option, a
+fixture or a scenario is reported in one line per problem and a non-zero exit, never a traceback.
 """
 
 import argparse
 import os
+import platform
+import re
 import sys
 from pathlib import Path
 
+from . import __version__, cors
+from .accesslog import FORMATS
 from .settings import Settings, default_fixtures, parse_rate
+
+# option -> the environment variables that set it (the first one set wins); the first three serve `check` too
+ENVIRONMENT = {
+    "--fixtures": ("MOCKSERVER_FIXTURES",),
+    "--scenario": ("MOCKSERVER_SCENARIOS",),
+    "--seed": ("MOCKSERVER_SEED",),
+    "--host": ("MOCKSERVER_HOST", "HOST", "UVICORN_HOST"),
+    "--port": ("MOCKSERVER_PORT", "PORT", "UVICORN_PORT"),
+    "--rate-limit": ("MOCKSERVER_RATE_LIMIT",),
+    "--clock": ("MOCKSERVER_CLOCK",),
+    "--speed": ("MOCKSERVER_SPEED",),
+    "--journal-size": ("MOCKSERVER_JOURNAL_SIZE",),
+    "--jwt-secret": ("MOCKSERVER_JWT_SECRET",),
+    "--log-level": ("MOCKSERVER_LOG_LEVEL",),
+    "--cors-origins": ("MOCKSERVER_CORS_ORIGINS",),
+    "--access-log": ("MOCKSERVER_ACCESS_LOG",),
+    "--log-format": ("MOCKSERVER_LOG_FORMAT",),
+    "--max-sandboxes": ("MOCKSERVER_MAX_SANDBOXES",),
+    "--sandbox-ttl": ("MOCKSERVER_SANDBOX_TTL",),
+    "--control-token": ("MOCKSERVER_CONTROL_TOKEN",),
+    "--replica-name": ("MOCKSERVER_REPLICA",),
+    "--state-file": ("MOCKSERVER_STATE_FILE",),
+    "--save-interval": ("MOCKSERVER_SAVE_INTERVAL",),
+}
+NOTES = {"--scenario": "a folder, or files separated by ':'", "--access-log": "1/true/yes/on or 0/false/no/off"}
 
 
 def _env(*names, default=None):
@@ -52,50 +76,117 @@ def _rate(text):
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def _flag(text):
+    words = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+    if str(text).strip().lower() not in words:
+        raise ValueError(f"MOCKSERVER_ACCESS_LOG must be one of {', '.join(words)}, not {text!r}")
+    return words[str(text).strip().lower()]
+
+
+def _origins(text):
+    try:
+        cors.parse(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
+def document_version():
+    """info.version of the API document (read from its head, without loading the whole document)."""
+    from .spec import DOCUMENT
+    with open(DOCUMENT, encoding="utf-8") as handle:
+        head = handle.read(4096)
+    match = re.search(r"^info:\n(?:[ ].*\n)*?[ ]+version:\s*['\"]?([^'\"\n]+)", head, re.MULTILINE)
+    return match[1].strip() if match else "unknown"
+
+
+class _Version(argparse.Action):
+    """`--version`: the package, the API document it serves and the Python running it."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"mockserver {__version__} (API document {document_version()}, "
+              f"Python {platform.python_version()})")
+        parser.exit()
+
+
+def epilog(options):
+    """The environment variables of `options`, one line each, for --help."""
+    lines = ["environment variables (an option given on the command line wins):"]
+    for option in options:
+        names = ", ".join(ENVIRONMENT[option])
+        note = f" ({NOTES[option]})" if option in NOTES else ""
+        lines.append(f"  {names:<44} {option}{note}")
+    return "\n".join(lines)
+
+
 def parser():
-    top = argparse.ArgumentParser(prog="mockserver", description=__doc__.split("\n")[0])
+    top = argparse.ArgumentParser(prog="mockserver", description=__doc__.split("\n")[0],
+                                  formatter_class=argparse.RawDescriptionHelpFormatter,
+                                  epilog=epilog(ENVIRONMENT) + "\n\n`mockserver serve --help` and "
+                                                              "`mockserver check --help` list their options.")
+    top.add_argument("--version", action=_Version, help="print the package, API document and Python versions")
     commands = top.add_subparsers(dest="command", required=True)
     for name, text in (("serve", "run the mock server"), ("check", "check the document, fixtures and scenarios")):
-        sub = commands.add_parser(name, help=text)
-        sub.add_argument("--fixtures", type=Path, default=Path(_env("MOCKSERVER_FIXTURES", default=default_fixtures())),
+        sub = commands.add_parser(name, help=text, description=text,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+        sub.add_argument("--fixtures", type=Path, default=Path(_env(*ENVIRONMENT["--fixtures"],
+                                                                    default=default_fixtures())),
                          help="folder of fixture YAML files (default: the embedded defaults)")
         sub.add_argument("--scenario", action="append", default=[], metavar="FILE",
                          help="scenario file (or folder of them) to activate; repeatable")
-        sub.add_argument("--seed", type=int, default=int(_env("MOCKSERVER_SEED", default=1)),
+        sub.add_argument("--seed", type=int, default=int(_env(*ENVIRONMENT["--seed"], default=1)),
                          help="seed of generated ids and fake data (default 1)")
+        if name == "check":
+            sub.epilog = epilog(("--fixtures", "--scenario", "--seed"))
         if name == "serve":
-            sub.add_argument("--host", default=_env("MOCKSERVER_HOST", "HOST", "UVICORN_HOST", default="127.0.0.1"))
-            sub.add_argument("--port", type=int, default=int(_env("MOCKSERVER_PORT", "PORT", "UVICORN_PORT",
-                                                                  default=8080)))
+            sub.epilog = epilog(ENVIRONMENT)
+            sub.add_argument("--host", default=_env(*ENVIRONMENT["--host"], default="127.0.0.1"))
+            sub.add_argument("--port", type=int, default=int(_env(*ENVIRONMENT["--port"], default=8080)))
             sub.add_argument("--rate-limit", type=_rate, default=None, metavar="N/WINDOW",
                              help="requests per window per token, e.g. 1000/3600, 5/10s, 100/1m "
                                   "(default: the fixtures' rate_limit, else 1000/3600)")
-            sub.add_argument("--clock", choices=("real", "manual"), default=_env("MOCKSERVER_CLOCK", default="real"),
+            sub.add_argument("--clock", choices=("real", "manual"),
+                             default=_env(*ENVIRONMENT["--clock"], default="real"),
                              help="real: progressions follow the wall clock; manual: only POST /_mock/clock/advance")
-            sub.add_argument("--speed", type=_positive(float), default=float(_env("MOCKSERVER_SPEED", default=1)),
+            sub.add_argument("--speed", type=_positive(float), default=float(_env(*ENVIRONMENT["--speed"], default=1)),
                              help="divide every step duration by this factor (default 1)")
             sub.add_argument("--journal-size", type=_positive(int),
-                             default=int(_env("MOCKSERVER_JOURNAL_SIZE", default=10000)),
+                             default=int(_env(*ENVIRONMENT["--journal-size"], default=10000)),
                              help="calls kept in the journal (default 10000)")
-            sub.add_argument("--jwt-secret", default=_env("MOCKSERVER_JWT_SECRET", default="mock-jwt-secret"))
-            sub.add_argument("--log-level", default=_env("MOCKSERVER_LOG_LEVEL", default="warning"),
+            sub.add_argument("--jwt-secret", default=_env(*ENVIRONMENT["--jwt-secret"], default="mock-jwt-secret"))
+            sub.add_argument("--log-level", default=_env(*ENVIRONMENT["--log-level"], default="warning"),
                              choices=("critical", "error", "warning", "info", "debug"))
+            sub.add_argument("--cors-origins", type=_origins, default=_env(*ENVIRONMENT["--cors-origins"], default="*"),
+                             metavar="ORIGINS", help="origins browser pages may call from: * (default), a comma "
+                             "list such as http://localhost:3000,http://localhost:*, or off")
+            sub.add_argument("--access-log", action=argparse.BooleanOptionalAction,
+                             default=_flag(_env(*ENVIRONMENT["--access-log"], default="off")),
+                             help="one line per API call on stdout (default off)")
+            sub.add_argument("--log-format", choices=FORMATS,
+                             default=_env(*ENVIRONMENT["--log-format"], default="text"),
+                             help="of the access log: text (default) or json, one object a line")
             sub.add_argument("--max-sandboxes", type=_positive(int),
-                             default=int(_env("MOCKSERVER_MAX_SANDBOXES", default=1000)),
+                             default=int(_env(*ENVIRONMENT["--max-sandboxes"], default=1000)),
                              help="sandboxes that may exist at once; one more is refused (default 1000)")
             sub.add_argument("--sandbox-ttl", type=_positive(float),
-                             default=float(_env("MOCKSERVER_SANDBOX_TTL", default=3600)),
+                             default=float(_env(*ENVIRONMENT["--sandbox-ttl"], default=3600)),
                              help="seconds an idle sandbox lives, on the wall clock (default 3600)")
-            sub.add_argument("--control-token", default=_env("MOCKSERVER_CONTROL_TOKEN"),
+            sub.add_argument("--control-token", default=_env(*ENVIRONMENT["--control-token"]),
                              help="require 'Authorization: Bearer <token>' on every /_mock route but health")
-            sub.add_argument("--state-file", default=_env("MOCKSERVER_STATE_FILE"), metavar="PATH",
+            sub.add_argument("--state-file", default=_env(*ENVIRONMENT["--state-file"]), metavar="PATH",
                              help="keep every sandbox and snapshot in this file across restarts")
             sub.add_argument("--save-interval", type=_positive(float),
-                             default=float(_env("MOCKSERVER_SAVE_INTERVAL", default=5)),
+                             default=float(_env(*ENVIRONMENT["--save-interval"], default=5)),
                              help="seconds between saves of the state file when something changed (default 5)")
-            sub.add_argument("--replica-name", default=_env("MOCKSERVER_REPLICA"),
+            sub.add_argument("--replica-name", default=_env(*ENVIRONMENT["--replica-name"]),
                              help="name of this replica behind a router: in /_mock/health and X-Mock-Replica")
-    sub = commands.add_parser("export", help="write a running mock's state as a fixtures file")
+    sub = commands.add_parser("export", help="write a running mock's state as a fixtures file",
+                              formatter_class=argparse.RawDescriptionHelpFormatter,
+                              epilog="environment variables (an option given on the command line wins):\n"
+                                     "  MOCKSERVER_URL            --url\n  MOCKSERVER_CONTROL_TOKEN  --control-token")
     sub.add_argument("--url", default=_env("MOCKSERVER_URL"), required=not _env("MOCKSERVER_URL"),
                      help="base URL of the running mock (default: MOCKSERVER_URL)")
     sub.add_argument("--sandbox", help="export this sandbox instead of the default one")
@@ -141,7 +232,7 @@ def export(args):
 
 def settings_from(args):
     settings = Settings(fixtures=args.fixtures, seed=args.seed,
-                        scenarios=_scenario_paths(args.scenario or [_env("MOCKSERVER_SCENARIOS", default="")]))
+                        scenarios=_scenario_paths(args.scenario or [_env(*ENVIRONMENT["--scenario"], default="")]))
     if args.command == "serve":
         settings.host, settings.port, settings.clock = args.host, args.port, args.clock
         settings.speed, settings.journal_size = args.speed, args.journal_size
@@ -149,8 +240,12 @@ def settings_from(args):
         settings.max_sandboxes, settings.sandbox_ttl = args.max_sandboxes, args.sandbox_ttl
         settings.control_token, settings.replica_name = args.control_token or None, args.replica_name or None
         settings.state_file, settings.save_interval = args.state_file or None, args.save_interval
-        rate = args.rate_limit or (parse_rate(os.environ["MOCKSERVER_RATE_LIMIT"])
-                                   if os.environ.get("MOCKSERVER_RATE_LIMIT") else None)
+        settings.cors_origins, settings.access_log, settings.log_format = (args.cors_origins, args.access_log,
+                                                                           args.log_format)
+        if args.log_format not in FORMATS:
+            raise ValueError(f"MOCKSERVER_LOG_FORMAT must be one of {', '.join(FORMATS)}, not {args.log_format!r}")
+        from_env = _env(*ENVIRONMENT["--rate-limit"])
+        rate = args.rate_limit or (parse_rate(from_env) if from_env else None)
         if rate:
             settings.rate_limit, settings.rate_window = rate
     return settings

@@ -17,7 +17,7 @@ from .clock import iso
 SECRET_FIELDS = frozenset({"secret_access_key", "cloudb_secret_key", "json_credentials", "password",
                            "target_secret"})
 REDACTED = "**redacted**"
-FILTERS = ("method", "path", "operation", "status", "since", "scenario")
+FILTERS = ("method", "path", "operation", "status", "since", "scenario", "request_id")
 
 
 def redact_authorization(value):
@@ -63,7 +63,8 @@ class Journal:
         self.next_id += 1
         return ident
 
-    def record(self, ident, at, method, path, operation, query, headers, body, status, response, duration, rule):
+    def record(self, ident, at, method, path, operation, query, headers, body, status, response, duration, rule,
+               request_id=None):
         """Store one call. `operation` is the matched Operation or None; `response` the body bytes."""
         if len(self.entries) == self.size:
             self.dropped += 1
@@ -72,7 +73,7 @@ class Journal:
             if secret or needs_redaction(body):
                 body = redact_body(body, secret)
         self.entries.append((ident, at, method, path, operation, query, headers, body, status, response,
-                             duration, rule))
+                             duration, rule, request_id))
         return ident
 
     def clear(self):
@@ -89,7 +90,7 @@ class Journal:
         return [entry for entry in self.entries if not mismatches(entry, filters)]
 
     def render(self, entry, deliveries=()):
-        ident, at, method, path, operation, query, headers, body, status, response, duration, rule = entry
+        ident, at, method, path, operation, query, headers, body, status, response, duration, rule, rid = entry
         try:
             response_body = orjson.loads(response) if response else None
         except orjson.JSONDecodeError:
@@ -99,18 +100,18 @@ class Journal:
             "path_template": operation.template if operation else None,
             "operation": operation.operation_id if operation else None,
             "query": query, "headers": headers, "body": body, "status": status, "response": response_body,
-            "duration_ms": round(duration * 1000, 3), "scenario_rule": rule,
+            "duration_ms": round(duration * 1000, 3), "scenario_rule": rule, "request_id": rid,
             "webhook_deliveries": list(deliveries),
         }
 
     def summary(self, entry):
-        ident, _, method, path, operation, _, _, _, status, _, _, _ = entry
+        ident, _, method, path, operation, _, _, _, status, _, _, _, _ = entry
         return f"#{ident} {method} {path} -> {status}" + (f" ({operation.operation_id})" if operation else "")
 
 
 def mismatches(entry, filters):
     """Names of the filters an entry fails (empty list: it matches)."""
-    ident, at, method, path, operation, _, _, _, status, _, _, rule = entry
+    ident, at, method, path, operation, _, _, _, status, _, _, rule, rid = entry
     failed = []
     for name, wanted in filters.items():
         if wanted is None or wanted == "":
@@ -127,6 +128,8 @@ def mismatches(entry, filters):
         elif name == "since" and not _after(ident, at, wanted):
             failed.append(name)
         elif name == "scenario" and rule != wanted:
+            failed.append(name)
+        elif name == "request_id" and rid != wanted:
             failed.append(name)
     return failed
 

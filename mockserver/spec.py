@@ -139,6 +139,22 @@ class Spec:
     # ------------------------------------------------------------ match
     def match(self, method, path):
         """(Operation, path values) or ApiError 404 / 405 with Allow; invalid ids are a 400."""
+        node, values = self._walk(path)
+        if node is None or not node.methods:
+            raise ApiError(404, f"no route for {path}")
+        operation = node.methods.get(method)
+        if operation is None:
+            allow = ", ".join(sorted(node.methods))
+            raise ApiError(405, f"method {method} is not allowed on {path}; allowed: {allow}", headers={"Allow": allow})
+        return operation, dict(zip(operation.params, values))
+
+    def methods(self, path):
+        """The methods the document declares on a path (an empty set for an unknown path)."""
+        node, _ = self._walk(path)
+        return set(node.methods) if node is not None and node.methods else set()
+
+    def _walk(self, path):
+        """The router node of a path and the values of its parameter segments; (None, _) when none."""
         values = []
         node = self._root
         for segment in path.strip("/").split("/"):
@@ -146,16 +162,10 @@ class Spec:
             if nxt is None:
                 nxt = node.param
                 if nxt is None:
-                    raise ApiError(404, f"no route for {path}")
+                    return None, values
                 values.append(segment)
             node = nxt
-        if not node.methods:
-            raise ApiError(404, f"no route for {path}")
-        operation = node.methods.get(method)
-        if operation is None:
-            allow = ", ".join(sorted(node.methods))
-            raise ApiError(405, f"method {method} is not allowed on {path}; allowed: {allow}", headers={"Allow": allow})
-        return operation, dict(zip(operation.params, values))
+        return node, values
 
 
 def check_path(values):

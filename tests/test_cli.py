@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import httpx
+import pytest
 import yaml
 
 from conftest import ADMIN, ORG, ROOT
@@ -123,3 +124,87 @@ def test_serve_rate_limit_option_wins_over_the_fixtures(live_server):
         assert http.get("/organization").headers["X-RateLimit-Limit"] == "2"
         http.post("/_mock/clock/advance", json={"seconds": 61})
         assert http.get("/organization").status_code == 200
+
+
+# ---------------------------------------------------------------- --version, --help, the environment
+def test_version_names_the_package_the_document_and_python():
+    from mockserver import __version__
+    from mockserver.spec import DOCUMENT
+    result = run("--version")
+    assert result.returncode == 0, result.stderr
+    document = yaml.safe_load(DOCUMENT.read_text())["info"]["version"]
+    python = ".".join(map(str, sys.version_info[:3]))
+    assert result.stdout.strip() == f"mockserver {__version__} (API document {document}, Python {python})"
+
+
+def test_help_lists_every_environment_variable_of_each_command():
+    from mockserver.cli import ENVIRONMENT
+    serve = run("serve", "--help").stdout
+    for option, names in ENVIRONMENT.items():
+        assert option in serve
+        for name in names:
+            assert name in serve, name
+    check = run("check", "--help").stdout
+    assert all(name in check for name in ("MOCKSERVER_FIXTURES", "MOCKSERVER_SCENARIOS", "MOCKSERVER_SEED"))
+    assert "MOCKSERVER_PORT" not in check
+    assert "MOCKSERVER_CORS_ORIGINS" in run("--help").stdout
+
+
+# a valid value of each option, and how it shows in the settings
+SAMPLES = {
+    "--fixtures": ("/tmp/some-fixtures", lambda s: str(s.fixtures) == "/tmp/some-fixtures"),
+    "--scenario": ("/tmp/a.yaml:/tmp/b.yaml",
+                   lambda s: [str(p) for p in s.scenarios] == ["/tmp/a.yaml", "/tmp/b.yaml"]),
+    "--seed": ("7", lambda s: s.seed == 7),
+    "--host": ("0.0.0.0", lambda s: s.host == "0.0.0.0"),
+    "--port": ("9123", lambda s: s.port == 9123),
+    "--rate-limit": ("5/10s", lambda s: (s.rate_limit, s.rate_window) == (5, 10)),
+    "--clock": ("manual", lambda s: s.clock == "manual"),
+    "--speed": ("4", lambda s: s.speed == 4),
+    "--journal-size": ("50", lambda s: s.journal_size == 50),
+    "--jwt-secret": ("s3", lambda s: s.jwt_secret == "s3"),
+    "--log-level": ("debug", lambda s: s.log_level == "debug"),
+    "--cors-origins": ("http://localhost:3000", lambda s: s.cors_origins == "http://localhost:3000"),
+    "--access-log": ("on", lambda s: s.access_log is True),
+    "--log-format": ("json", lambda s: s.log_format == "json"),
+    "--max-sandboxes": ("12", lambda s: s.max_sandboxes == 12),
+    "--sandbox-ttl": ("60", lambda s: s.sandbox_ttl == 60),
+    "--control-token": ("secret-ctl", lambda s: s.control_token == "secret-ctl"),
+    "--replica-name": ("r2", lambda s: s.replica_name == "r2"),
+    "--state-file": ("/tmp/state.bin", lambda s: s.state_file == "/tmp/state.bin"),
+    "--save-interval": ("2.5", lambda s: s.save_interval == 2.5),
+}
+
+
+def test_every_listed_environment_variable_sets_its_option(monkeypatch):
+    from mockserver.cli import ENVIRONMENT, parser, settings_from
+    assert set(SAMPLES) == set(ENVIRONMENT)
+    for option, names in ENVIRONMENT.items():
+        value, holds = SAMPLES[option]
+        for name in names:
+            for other in (n for names_ in ENVIRONMENT.values() for n in names_):
+                monkeypatch.delenv(other, raising=False)
+            monkeypatch.setenv(name, value)
+            assert holds(settings_from(parser().parse_args(["serve"]))), name
+
+
+def test_new_options_default_to_cors_for_every_origin_and_no_access_log(monkeypatch):
+    from mockserver.cli import ENVIRONMENT, parser, settings_from
+    for names in ENVIRONMENT.values():
+        for name in names:
+            monkeypatch.delenv(name, raising=False)
+    settings = settings_from(parser().parse_args(["serve"]))
+    assert (settings.cors_origins, settings.access_log, settings.log_format) == ("*", False, "text")
+
+
+@pytest.mark.parametrize("args, env, needle", [
+    (["--cors-origins", "localhost:3000"], {}, "localhost:3000"),
+    ([], {"MOCKSERVER_CORS_ORIGINS": "http://x/path"}, "http://x/path"),
+    ([], {"MOCKSERVER_ACCESS_LOG": "maybe"}, "MOCKSERVER_ACCESS_LOG"),
+    ([], {"MOCKSERVER_LOG_FORMAT": "xml"}, "MOCKSERVER_LOG_FORMAT"),
+    (["--log-format", "xml"], {}, "--log-format"),
+])
+def test_a_bad_new_option_exits_2_with_one_clear_line(args, env, needle):
+    result = run("serve", *args, env=env)
+    assert result.returncode == 2
+    assert needle in result.stderr and "Traceback" not in result.stderr
