@@ -86,7 +86,7 @@ class MockServer:
                 headers[key] = redact_authorization(authorization)
             else:
                 headers[key] = value.decode("latin-1")
-        operation = body = rule = None
+        operation = body = rule = token = None
         query = {}
         reply_headers = []
         call_id = rt.journal.reserve()
@@ -129,7 +129,7 @@ class MockServer:
                 reply_headers += _encode(error.headers)
         except Dropped:
             rt.journal.record(call_id, clock.now(), method, path, operation, query, headers, body, 0,
-                              b"", time.perf_counter() - started, rule)
+                              b"", time.perf_counter() - started, rule, token and token.name)
             _close_connection(receive)
             return
         except Exception as error:              # a bug: still the spec's error body, and the log says where
@@ -141,7 +141,7 @@ class MockServer:
         await send({"type": "http.response.start", "status": status, "headers": out})
         await send({"type": "http.response.body", "body": payload})
         rt.journal.record(call_id, clock.now(), method, path, operation, query, headers, body, status,
-                          payload, time.perf_counter() - started, rule)
+                          payload, time.perf_counter() - started, rule, token and token.name)
 
     async def _apply(self, effects, token, now):
         """Scenario effects that act on the reply itself (deployment effects reach the handler)."""

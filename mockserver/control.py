@@ -18,6 +18,7 @@ from . import __version__
 from .auth import GRANTS, Token, mint_jwt
 from .clock import iso
 from .errors import ApiError
+from .inspector import Inspector
 from .journal import FILTERS, mismatches, parse_since
 from .scenarios import ScenarioError
 
@@ -214,5 +215,5 @@ def build_control(server):
         Route("/_mock/webhooks/deliveries", deliveries, methods=["GET"]),
         Route("/_mock/tokens", tokens, methods=["POST"]),
         Route("/_mock/openapi.json", document, methods=["GET"]),
-    ]
+    ] + Inspector(server).routes
     return Starlette(routes=routes, exception_handlers={ApiError: api_error, HTTPException: http_error})

@@ -348,6 +348,8 @@ CONTROL_ROUTES = {
     ("post", "/_mock/calls/verify"), ("get", "/_mock/scenarios"), ("get", "/_mock/scenarios/{name}"),
     ("put", "/_mock/scenarios/{name}"), ("delete", "/_mock/scenarios/{name}"),
     ("get", "/_mock/webhooks/deliveries"), ("post", "/_mock/tokens"), ("get", "/_mock/openapi.json"),
+    ("get", "/_mock/calls/rows"), ("get", "/_mock/calls/{id}"), ("get", "/_mock/deployments"),
+    ("get", "/_mock/state/tree"), ("post", "/_mock/scenarios"), ("get", "/_mock/ui"), ("get", "/_mock/ui/{file}"),
 }
 
 
