@@ -452,9 +452,14 @@ function chartWindow(groups, now) {
   let start, end = Math.max(now, ...planned);
   if (choice === "all") {
     start = Math.min(now - 10000, ...requests.map((r) => ms(r.created_at)));
-  } else if (choice === "auto") {
+  } else if (choice === "auto") {           // the requests of the last two minutes, with some time before them
     const recent = requests.filter((r) => r.in_queue || (ms(r.end_at) ?? now) >= now - 120000).map((r) => ms(r.created_at));
-    start = Math.min(now - 30000, ...recent);
+    if (!recent.length) {
+      start = now - 60000;
+    } else {
+      const first = Math.min(...recent);
+      start = first - Math.max(end - first, 15000) * 0.25;
+    }
   } else {
     start = now - Number(choice) * 1000;
   }
@@ -648,11 +653,16 @@ async function loadScenarios() {
       <div class="table-wrap"><table class="grid">
         <thead><tr><th scope="col">Rule</th><th scope="col">Match</th><th scope="col">Effect</th>
           <th scope="col" class="num">Matched</th><th scope="col" class="num">Fired</th></tr></thead>
-        <tbody>${s.rules.map((rule) => `<tr data-rule="${esc(rule.name)}"><td>${esc(rule.name)}</td>
-          <td class="mono">${esc(JSON.stringify(rule.match || {}))}</td><td class="mono">${esc(JSON.stringify(rule.effect))}</td>
+        <tbody>${s.rules.map((rule) => `<tr data-rule="${esc(rule.name)}"><td class="nowrap">${esc(rule.name)}</td>
+          <td class="mono">${esc(compact(rule.match) || "every call")}</td><td class="mono">${esc(compact(rule.effect))}</td>
           <td class="num">${rule.matched}</td><td class="num" data-testid="fired">${rule.fired}</td></tr>`).join("")}</tbody>
       </table></div>
     </article>`).join("") : '<p class="empty">No scenario is active. Paste one on the right to activate it.</p>';
+}
+
+function compact(object) {    // {status: 503, message: "down"} -> "status: 503, message: down"
+  return Object.entries(object || {}).map(([key, value]) =>
+    `${key}: ${value !== null && typeof value === "object" ? JSON.stringify(value) : value}`).join(", ");
 }
 
 $("#scenario-list").addEventListener("click", async (event) => {
