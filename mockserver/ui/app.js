@@ -323,12 +323,12 @@ function renderCalls() {
       <td class="num muted">${row.id}</td>
       <td class="time" title="${esc(row.time)}">${esc(timeText(row.time))}</td>
       <td><span class="method ${esc(row.method)}">${esc(row.method)}</span></td>
-      <td class="path" title="${esc(row.path)}">${esc(shortPath(row.path))}</td>
-      <td>${row.operation ? esc(row.operation) : '<span class="muted">no route</span>'}</td>
+      <td class="path" title="${esc(row.path)}"><span class="mono">${esc(shortPath(row.path))}</span>
+        <span class="operation">${row.operation ? esc(row.operation) : "no route"}</span></td>
       <td>${statusBadge(row.status)}</td>
       <td class="num">${esc(latency(row.duration_ms))}</td>
       <td>${row.token ? esc(row.token) : '<span class="muted">none</span>'}</td>
-      <td>${row.scenario_rule ? `<span class="badge accent">${esc(row.scenario_rule)}</span>` : ""}</td>
+      <td>${row.scenario_rule ? `<span class="badge accent rule" title="${esc(row.scenario_rule)}">${esc(row.scenario_rule)}</span>` : ""}</td>
     </tr>`).join("");
   $("#call-rows").innerHTML = rows;
   $("#calls-empty").hidden = calls.rows.length > 0;
@@ -557,7 +557,7 @@ function groupHtml(group, window, now) {
         <summary>History (${group.requests.length})</summary>
         <div class="table-wrap"><table class="grid">
           <thead><tr><th scope="col">Request</th><th scope="col">Target</th><th scope="col">Action</th><th scope="col">Created</th>
-            <th scope="col">Started</th><th scope="col">Ended</th><th scope="col">Outcome</th><th scope="col">Steps</th><th scope="col">Call</th></tr></thead>
+            <th scope="col">Started</th><th scope="col">Ended</th><th scope="col">State now / outcome</th><th scope="col">Steps</th><th scope="col">Call</th></tr></thead>
           <tbody>${history}</tbody></table></div>
       </details>
     </section>`;
