@@ -219,6 +219,17 @@ def test_calls_filter_by_status_and_text(ui, mock):
     expect()(page.locator("#calls-range")).to_contain_text("of 1,")
 
 
+def test_calls_start_again_after_a_reset_elsewhere(ui, mock):
+    for _ in range(3):
+        mock.get("/organization")
+    page = ui("calls")
+    expect()(page.locator("#call-rows tr")).to_have_count(3)
+    mock.post("/_mock/reset")
+    mock.post(PROJECTS, json={"name": "after-reset"})
+    expect()(page.locator("#call-rows tr")).to_have_count(1)
+    expect()(page.locator("#call-rows tr")).to_contain_text("createProject")
+
+
 def test_deployment_timeline_follows_the_clock_to_deployed(ui, mock):
     assert mock.post(f"/application/{APP}/deploy", json={}).status_code == 202
     assert mock.post(f"/container/{CONTAINER}/deploy", json={}).status_code == 202

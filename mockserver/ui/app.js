@@ -116,6 +116,8 @@ function askToken(refused) {
   return tokenPrompt;
 }
 
+$("#token-dialog").addEventListener("cancel", (event) => event.preventDefault());   // the control API needs it
+
 async function call(url, options = {}) {
   for (let attempt = 0; ; attempt++) {
     const headers = { ...authHeaders(), ...(options.headers || {}) };
@@ -268,7 +270,8 @@ async function loadSandboxes() {
 }
 
 // ------------------------------------------------------------------ calls
-const calls = { filters: {}, before: null, stack: [], rows: [], total: 0, newer: 0, lastId: 0, selected: null, fresh: 0, dropped: 0 };
+const calls = { filters: {}, before: null, stack: [], rows: [], total: 0, newer: 0, lastId: 0, journalTotal: 0, selected: null,
+  fresh: 0, dropped: 0 };
 
 function callFilters() {
   return {
@@ -287,6 +290,7 @@ async function loadCalls() {
   calls.total = body.total;
   calls.newer = body.newer;
   calls.lastId = body.last_id;
+  calls.journalTotal = body.journal_total;
   calls.dropped = body.dropped;
   calls.fresh = calls.before === null ? 0 : calls.fresh;
   $("#calls-count").textContent = body.journal_total.toLocaleString("en");
@@ -298,7 +302,9 @@ async function pollCalls() {
   if (!reply.ok) return;
   const body = reply.body;
   $("#calls-count").textContent = body.journal_total.toLocaleString("en");
-  if (body.last_id < calls.lastId) {              // the journal was reset: start again from the newest
+  const reset = body.last_id < calls.lastId || body.journal_total < calls.journalTotal;
+  calls.journalTotal = body.journal_total;
+  if (reset) {                                    // the journal was reset: start again from the newest
     calls.before = null;
     calls.stack = [];
     await loadCalls();
@@ -726,6 +732,8 @@ async function loadDeliveries() {
   $("#webhooks-count").textContent = all.length || "";
   const shown = all.slice(-SHOWN_DELIVERIES).reverse();
   $("#deliveries-empty").hidden = all.length > 0;
+  $("#deliveries-shown").textContent = all.length > SHOWN_DELIVERIES
+    ? `The newest ${SHOWN_DELIVERIES} of ${all.length.toLocaleString("en")} deliveries.` : "";
   $("#delivery-rows").innerHTML = shown.map((d) => {
     const last = d.attempts[d.attempts.length - 1];
     const lastText = !last ? '<span class="muted">not tried yet</span>'
