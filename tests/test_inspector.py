@@ -316,6 +316,8 @@ def test_webhook_deliveries_show_attempts_next_retry_and_signature(ui, mock):
     expect()(row.locator("td").nth(5)).to_have_text("2")      # the retry happened on the mock's clock
     assert "page-secret-value" not in page.content()
     screenshot(page, "webhooks")
+    row.locator("[data-call]").click()                         # the call that caused it, in the Calls view
+    expect()(page.locator("#call-detail")).to_contain_text("deployApplication")
 
 
 def fill_journal(url, count):

@@ -742,7 +742,7 @@ async function loadDeliveries() {
       <td class="num muted">${d.id}</td><td class="mono">${esc(timeText(d.created_at))}</td><td>${esc(d.event_type)}</td>
       <td class="mono">${esc(d.target_url)}</td><td>${stateBadge(d.status)}</td><td class="num">${d.attempts.length}</td>
       <td>${lastText}</td><td class="mono">${d.next_attempt_at ? esc(timeText(d.next_attempt_at)) : "–"}</td>
-      <td>${d.caused_by_call ? `#${d.caused_by_call}` : "–"}</td></tr>`;
+      <td>${d.caused_by_call ? `<button type="button" class="link" data-call="${d.caused_by_call}">#${d.caused_by_call}</button>` : "–"}</td></tr>`;
     if (!openDeliveries.has(d.id)) return row;
     const attempts = d.attempts.map((a) => `<tr><td class="num">${a.number}</td><td class="mono">${esc(clockText(a.at))}</td>
       <td>${a.status_code != null ? statusBadge(a.status_code) : `<span class="badge bad">${esc(a.error || "no reply")}</span>`}</td>
@@ -761,6 +761,12 @@ function toggleDelivery(tr) {
   loadDeliveries();
 }
 $("#delivery-rows").addEventListener("click", (event) => {
+  const link = event.target.closest("[data-call]");
+  if (link) {
+    location.hash = "#calls";
+    openCall(Number(link.dataset.call));
+    return;
+  }
   const tr = event.target.closest("tr[data-delivery]");
   if (tr) toggleDelivery(tr);
 });
