@@ -228,9 +228,9 @@ class MockServer:
                 reply_headers += _encode(error.headers)
         except Dropped:
             rt.journal.record(call_id, clock.now(), method, path, operation, query, headers, body, 0,
-                              b"", time.perf_counter() - started, rule, request_id)
+                              b"", time.perf_counter() - started, rule, request_id, token and token.name)
             if self.access_log:
-                self._log(scope, sandbox, 0, started, operation, token, rule, request_id)
+                self._log(scope, sandbox, 0, started, operation, token, rule, request_id, token and token.name)
             _close_connection(receive)
             return
         except Exception as error:              # a bug: still the spec's error body, and the log says where
@@ -242,9 +242,9 @@ class MockServer:
         await send({"type": "http.response.start", "status": status, "headers": out})
         await send({"type": "http.response.body", "body": payload})
         rt.journal.record(call_id, clock.now(), method, path, operation, query, headers, body, status,
-                          payload, time.perf_counter() - started, rule, request_id)
+                          payload, time.perf_counter() - started, rule, request_id, token and token.name)
         if self.access_log:
-            self._log(scope, sandbox, status, started, operation, token, rule, request_id)
+            self._log(scope, sandbox, status, started, operation, token, rule, request_id, token and token.name)
 
     def _log(self, scope, sandbox, status, started, operation, token, rule, request_id):
         """One access-log line (accesslog.py)."""

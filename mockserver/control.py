@@ -21,6 +21,7 @@ from .auth import GRANTS, Token, mint_jwt
 from .clock import iso
 from .errors import ApiError
 from .export import export_fixtures
+from .inspector import Inspector
 from .journal import FILTERS, mismatches, parse_since
 from .sandboxes import DEFAULT, check_name
 from .scenarios import ScenarioError
@@ -334,5 +335,5 @@ def build_control(server):
         Route("/_mock/snapshots/{name}", snapshot, methods=["GET", "DELETE"]),
         Route("/_mock/snapshots/{name}/restore", restore_snapshot, methods=["POST"]),
         Route("/_mock/openapi.json", document, methods=["GET"]),
-    ]
+    ] + Inspector(server).routes
     return Starlette(routes=routes, exception_handlers={ApiError: api_error, HTTPException: http_error})

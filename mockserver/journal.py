@@ -64,8 +64,9 @@ class Journal:
         return ident
 
     def record(self, ident, at, method, path, operation, query, headers, body, status, response, duration, rule,
-               request_id=None):
-        """Store one call. `operation` is the matched Operation or None; `response` the body bytes."""
+               request_id=None, token=None):
+        """Store one call. `operation` is the matched Operation or None; `response` the body bytes;
+        `token` the name of the caller's token (None when the call was not authenticated)."""
         if len(self.entries) == self.size:
             self.dropped += 1
         if body is not None and operation is not None:
@@ -73,7 +74,7 @@ class Journal:
             if secret or needs_redaction(body):
                 body = redact_body(body, secret)
         self.entries.append((ident, at, method, path, operation, query, headers, body, status, response,
-                             duration, rule, request_id))
+                             duration, rule, request_id, token))
         return ident
 
     def clear(self):
@@ -90,7 +91,7 @@ class Journal:
         return [entry for entry in self.entries if not mismatches(entry, filters)]
 
     def render(self, entry, deliveries=()):
-        ident, at, method, path, operation, query, headers, body, status, response, duration, rule, rid = entry
+        ident, at, method, path, operation, query, headers, body, status, response, duration, rule, rid, token = entry
         try:
             response_body = orjson.loads(response) if response else None
         except orjson.JSONDecodeError:
@@ -100,18 +101,18 @@ class Journal:
             "path_template": operation.template if operation else None,
             "operation": operation.operation_id if operation else None,
             "query": query, "headers": headers, "body": body, "status": status, "response": response_body,
-            "duration_ms": round(duration * 1000, 3), "scenario_rule": rule, "request_id": rid,
+            "duration_ms": round(duration * 1000, 3), "scenario_rule": rule, "request_id": rid, "token": token,
             "webhook_deliveries": list(deliveries),
         }
 
     def summary(self, entry):
-        ident, _, method, path, operation, _, _, _, status, _, _, _, _ = entry
+        ident, _, method, path, operation, _, _, _, status, _, _, _, _, _ = entry
         return f"#{ident} {method} {path} -> {status}" + (f" ({operation.operation_id})" if operation else "")
 
 
 def mismatches(entry, filters):
     """Names of the filters an entry fails (empty list: it matches)."""
-    ident, at, method, path, operation, _, _, _, status, _, _, rule, rid = entry
+    ident, at, method, path, operation, _, _, _, status, _, _, rule, rid, _ = entry
     failed = []
     for name, wanted in filters.items():
         if wanted is None or wanted == "":

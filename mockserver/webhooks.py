@@ -54,7 +54,7 @@ class Webhooks:
             delivery = {
                 "id": self.next_id, "webhook_id": hook["id"], "event_type": event, "target_url": hook["target_url"],
                 "payload": payload, "caused_by_call": cause, "created_at": iso(at), "status": "PENDING",
-                "attempts": [],
+                "next_attempt_at": iso(at), "attempts": [],
             }
             self.next_id += 1
             if len(self.deliveries) == KEEP:      # the oldest delivery is about to be dropped
@@ -92,7 +92,7 @@ class Webhooks:
 
     async def _attempt(self, delivery, secret):
         clock = self.rt.clock
-        attempt = {"number": len(delivery["attempts"]) + 1, "at": iso(clock.now())}
+        attempt = {"number": len(delivery["attempts"]) + 1, "at": iso(clock.now()), "signature": None}
         started = time.perf_counter()
         forced = next((item for item in self.forced_failures if item[0] > 0), None)
         if forced is not None:
@@ -106,6 +106,7 @@ class Webhooks:
                        "X-Mock-Timestamp": timestamp}
             if secret:
                 headers["X-Mock-Signature"] = sign(secret, timestamp, body)
+            attempt["signature"] = headers.get("X-Mock-Signature")
             try:
                 response = await self._http().post(delivery["target_url"], content=body, headers=headers)
                 attempt.update(status_code=response.status_code, error=None)
@@ -114,13 +115,16 @@ class Webhooks:
         attempt["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
         delivery["attempts"].append(attempt)
         code = attempt["status_code"]
+        delivery["next_attempt_at"] = None
         if code is not None and 200 <= code < 300:
             delivery["status"] = "DELIVERED"
         elif attempt["number"] >= MAX_ATTEMPTS:
             delivery["status"] = "FAILED"
         else:
             delivery["status"] = "RETRYING"
-            self.pending.append((clock.now() + BACKOFF[attempt["number"] - 1], delivery, secret))
+            due = clock.now() + BACKOFF[attempt["number"] - 1]
+            delivery["next_attempt_at"] = iso(due)
+            self.pending.append((due, delivery, secret))
 
     def _http(self):
         if self._client is None:

@@ -1,0 +1,293 @@
+"""The inspector: the web page at /_mock/ui and the control routes only it needs.
+
+The page (mockserver/ui/: one HTML file, one stylesheet, one script; no build step) reads
+the control API with URLs relative to its own location, so under a sandbox prefix it reads
+that sandbox. The routes here give it what the rest of the control API does not:
+
+    GET  /_mock/ui, /_mock/ui/{file}   the page and its two assets
+    GET  /_mock/calls/rows             journal rows without bodies, filtered and paged, newest first
+    GET  /_mock/calls/{id}             one journal entry in full
+    GET  /_mock/deployments            every deployment request on the mock's clock, by environment
+    GET  /_mock/state/tree             organization -> projects -> environments -> services, and
+                                       clusters, registries, webhooks, with counts
+    POST /_mock/scenarios              activate a YAML scenario under the name it declares
+
+Handlers reach the runtime through `Inspector.runtime_of(request)` and the clock through
+`Inspector.clock_of(request)` only.
+"""
+
+import math
+from bisect import bisect_left
+from pathlib import Path
+
+import orjson
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from .clock import iso
+from .errors import ApiError
+from .journal import mismatches, redact_body
+from .lifecycle import ACTIONS, ERROR_STATES
+from .scenarios import ScenarioError
+
+UI = Path(__file__).with_name("ui")
+ASSETS = {"index.html": "text/html; charset=utf-8", "app.css": "text/css; charset=utf-8",
+          "app.js": "text/javascript; charset=utf-8"}
+ROW_FILTERS = ("method", "status", "operation", "path")
+PAGE = 100
+MAX_PAGE = 1000
+TREE = {"projects": ("environments",), "environments": ("services",)}
+ORG_TABLES = ("clusters", "registries", "webhooks")
+
+
+def reply(body, status=200):
+    return Response(orjson.dumps(body), status, media_type="application/json")
+
+
+def asset_response(name):
+    return Response((UI / name).read_bytes(), media_type=ASSETS[name], headers={"Cache-Control": "no-cache"})
+
+
+# ------------------------------------------------------------ calls
+def whole_number(params, name, default=None, most=None):
+    text = params.get(name)
+    if text in (None, ""):
+        return default
+    if not text.isdigit():
+        raise ApiError(400, f"query.{name}: must be a whole number")
+    return min(int(text), most) if most is not None else int(text)
+
+
+def row(entry):
+    ident, at, method, path, operation, _, _, _, status, _, duration, rule, _, token = entry
+    return {"id": ident, "time": iso(at), "method": method, "path": path,
+            "operation": operation.operation_id if operation else None, "status": status,
+            "duration_ms": round(duration * 1000, 3), "token": token, "scenario_rule": rule}
+
+
+def contains(entry, needle):
+    """Does the text occur (case-insensitive) anywhere in the call: line, names, query, bodies?"""
+    ident, _, method, path, operation, query, _, body, status, response, _, rule, _, token = entry
+    line = f"{method} {path} {status} {operation.operation_id if operation else ''} {rule or ''} {token or ''}"
+    if needle in line.lower():
+        return True
+    if query and needle in orjson.dumps(query).decode().lower():
+        return True
+    if body is not None and needle in orjson.dumps(body).decode().lower():
+        return True
+    return bool(response) and needle in response.decode("utf-8", "replace").lower()
+
+
+# ------------------------------------------------------------ deployments
+def when(at):
+    return iso(at) if at is not None and math.isfinite(at) else None
+
+
+def timeline(request, now, until):
+    """One request on the clock: its planned steps, the state intervals they make and its outcome.
+
+    Intervals: the queue wait, one per run of steps in the same state, then the state it ends in
+    (DEPLOYED, an error, CANCELED), which lasts `until` the target's next request (None: still)."""
+    queued = ACTIONS[request.action][0]
+    stop = request.cancelled_at
+    steps, intervals = [], []
+
+    def interval(state, start, end, kind):
+        if stop is not None and start >= stop:
+            return
+        if stop is not None and (end is None or end > stop):
+            end = stop
+        if intervals and intervals[-1]["state"] == state and intervals[-1]["end"] == when(start):
+            intervals[-1]["end"] = when(end)
+        else:
+            intervals.append({"state": state, "kind": kind, "start": when(start), "end": when(end)})
+
+    interval(queued, request.created_at, request.start, "queued")
+    at = request.start
+    outcome = None
+    for index, (name, state, seconds, reported) in enumerate(request.steps):
+        stalled = index == request.stall_at
+        end = math.inf if stalled else at + seconds
+        if stop is not None and at >= stop:
+            status = "CANCELED"
+        elif now < at:
+            status = "PENDING"
+        elif stalled or now < end:
+            status = "ONGOING"
+        else:
+            status = "ERROR" if index == request.fail_at else "SUCCESS"
+        steps.append({"name": name, "state": state, "start": when(at), "end": when(end), "status": status,
+                      "duration_sec": reported})
+        interval(state, at, end, "running")
+        if stalled:
+            break
+        at = end
+        if index == request.fail_at:
+            outcome = request.fail_state or ERROR_STATES.get(state, "DEPLOYMENT_ERROR")
+            break
+    if stop is not None:
+        outcome = "CANCELED"
+    elif outcome is None and request.stall_at is None:
+        outcome = ACTIONS[request.action][1]
+    if outcome is not None:
+        start = request.end
+        intervals.append({"state": outcome, "kind": "error" if outcome.endswith("_ERROR") else
+                          "canceled" if outcome == "CANCELED" else "done",
+                          "start": when(start), "end": when(until)})
+    state, status, _, _ = request.phase(now)
+    return {"id": request.id, "action": request.action, "target_id": request.target,
+            "target_name": request.name, "target_type": request.service_type or "CLUSTER",
+            "triggered_by": request.triggered_by, "call_id": request.call_id, "number": request.number,
+            "created_at": when(request.created_at), "start_at": when(request.start), "end_at": when(request.end),
+            "cancelled_at": when(request.cancelled_at), "state": state, "status": status, "outcome": outcome,
+            "in_queue": now < request.end, "intervals": intervals, "steps": steps}
+
+
+# ------------------------------------------------------------ state tree
+def record(entry):
+    return redact_body(entry.data, False)
+
+
+def node(store, table, entry):
+    out = {"id": entry.id, "name": entry.data.get("name"), "record": record(entry)}
+    for child in TREE.get(table, ()):
+        out[child] = [node(store, child, item) for item in store.tables[child].under(entry.id)]
+    if table == "services":
+        out["type"] = entry.meta.get("type")
+    return out
+
+
+# ------------------------------------------------------------ the routes
+
+
+class Inspector:
+    """The inspector's routes over one server; `routes` goes into the control API's route table."""
+
+    def __init__(self, server):
+        self.server = server
+        self.routes = [
+            Route("/_mock/ui", self.page, methods=["GET"]),
+            Route("/_mock/ui/", self.page_slash, methods=["GET"]),
+            Route("/_mock/ui/{file}", self.asset, methods=["GET"]),
+            Route("/_mock/calls/rows", self.call_rows, methods=["GET"]),
+            Route("/_mock/calls/{id:int}", self.call, methods=["GET"]),
+            Route("/_mock/deployments", self.deployments, methods=["GET"]),
+            Route("/_mock/state/tree", self.state_tree, methods=["GET"]),
+            Route("/_mock/scenarios", self.activate_scenario, methods=["POST"]),
+        ]
+
+    @staticmethod
+    def runtime_of(request):
+        """The world of the request's sandbox (chosen in app.py)."""
+        return request.scope["mock.runtime"]
+
+    def scenarios_of(self, request):
+        return self.runtime_of(request).scenarios
+
+    def clock_of(self, request):
+        """The clock of the request's world: every clock read of the inspector goes through here."""
+        return self.runtime_of(request).clock
+
+    async def page(self, request):
+        return asset_response("index.html")
+
+    async def page_slash(self, request):
+        return RedirectResponse("../ui", status_code=308)
+
+    async def asset(self, request):
+        name = request.path_params["file"]
+        if name not in ASSETS:
+            raise ApiError(404, f"no inspector file {name}; files are {', '.join(ASSETS)}")
+        return asset_response(name)
+
+    async def call_rows(self, request):
+        """Rows of the journal (no headers or bodies), newest first: `before`/`since` page by call id."""
+        params = request.query_params
+        unknown = set(params) - set(ROW_FILTERS) - {"text", "before", "since", "limit"}
+        if unknown:
+            raise ApiError(400, f"unknown parameter(s) {', '.join(sorted(unknown))}; use "
+                                f"{', '.join(ROW_FILTERS)}, text, before, since, limit")
+        wanted = {name: params[name] for name in ROW_FILTERS if params.get(name)}
+        needle = (params.get("text") or "").strip().lower()
+        before = whole_number(params, "before")
+        since = whole_number(params, "since", 0)
+        limit = whole_number(params, "limit", PAGE, MAX_PAGE)
+        journal = self.runtime_of(request).journal
+        matching = [entry for entry in journal.entries
+                    if entry[0] > since and not (wanted and mismatches(entry, wanted))
+                    and not (needle and not contains(entry, needle))]
+        end = len(matching) if before is None else bisect_left(matching, before, key=lambda entry: entry[0])
+        shown = matching[max(0, end - limit):end] if limit else []
+        return reply({"total": len(matching), "newer": len(matching) - end, "journal_total": len(journal.entries),
+                      "dropped": journal.dropped, "last_id": journal.next_id - 1,
+                      "results": [row(entry) for entry in reversed(shown)]})
+
+    async def call(self, request):
+        ident = request.path_params["id"]
+        rt = self.runtime_of(request)
+        entries = rt.journal.entries
+        index = bisect_left(entries, ident, key=lambda entry: entry[0])
+        if index == len(entries) or entries[index][0] != ident:
+            raise ApiError(404, f"call {ident} is not in the journal")
+        return reply(rt.journal.render(entries[index], rt.webhooks.caused_by(ident)))
+
+    async def deployments(self, request):
+        rt, clock = self.runtime_of(request), self.clock_of(request)
+        now = clock.now()
+        store = rt.store
+        groups = {}
+        for env in store.environments.rows.values():
+            project = store.projects.find(env.parent)
+            groups[env.id] = {"kind": "environment", "id": env.id, "name": env.data.get("name"),
+                              "project": {"id": project.id, "name": project.data.get("name")} if project else None,
+                              "organization": env.org,
+                              "lanes": [{"id": s.id, "name": s.data.get("name"), "type": s.meta.get("type")}
+                                        for s in store.services.under(env.id)],
+                              "requests": []}
+        for target, history in rt.lifecycle.by_target.items():
+            for index, item in enumerate(history):
+                group = groups.get(item.queue)
+                if group is None:
+                    cluster = store.clusters.find(item.queue)
+                    group = groups[item.queue] = {
+                        "kind": "cluster", "id": item.queue, "name": cluster.data.get("name") if cluster else item.name,
+                        "project": None, "organization": item.org,
+                        "lanes": [{"id": item.queue, "name": item.name, "type": "CLUSTER"}], "requests": []}
+                if not any(lane["id"] == target for lane in group["lanes"]):
+                    group["lanes"].append({"id": target, "name": item.name, "type": item.service_type or "CLUSTER"})
+                following = history[index + 1].created_at if index + 1 < len(history) else None
+                group["requests"].append(timeline(item, now, following))
+        for group in groups.values():
+            group["requests"].sort(key=lambda r: (r["created_at"], r["number"]))
+            group["queue"] = [r["id"] for r in group["requests"] if r["in_queue"]]
+        ordered = sorted(groups.values(), key=lambda g: (g["kind"] != "environment", not g["requests"],
+                                                        (g["project"] or {}).get("name") or "", g["name"] or ""))
+        return reply({"clock": clock.describe(), "results": ordered})
+
+    async def state_tree(self, request):
+        store = self.runtime_of(request).store
+        organizations = []
+        for org in store.organizations.rows.values():
+            item = node(store, "organizations", org)
+            item["projects"] = [node(store, "projects", p) for p in store.projects.under(org.id)]
+            for table in ORG_TABLES:
+                item[table] = [node(store, table, e) for e in store.tables[table].under(org.id)]
+            environments = [e for p in item["projects"] for e in p["environments"]]
+            item["counts"] = {"projects": len(item["projects"]), "environments": len(environments),
+                              "services": sum(len(e["services"]) for e in environments),
+                              **{table: len(item[table]) for table in ORG_TABLES}}
+            organizations.append(item)
+        return reply({"counts": store.count(), "organizations": organizations})
+
+    async def activate_scenario(self, request):
+        """Activate a YAML (or JSON) scenario under the name it declares; errors name their line."""
+        scenarios = self.scenarios_of(request)
+        text = (await request.body()).decode("utf-8", errors="replace")
+        if not text.strip():
+            raise ApiError(400, "body: a scenario document (YAML or JSON) is required")
+        try:
+            name = scenarios.load_text(text, "POST /_mock/scenarios")
+        except ScenarioError as error:
+            location = f"line {error.line}" if error.line else "document"
+            raise ApiError(400, str(error), [(location, error.problem)]) from None
+        return reply(scenarios.describe(name), 201)
