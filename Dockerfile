@@ -21,6 +21,8 @@ RUN pip install --no-cache-dir . \
 # Defaults shipped in the image; mount your own over these folders.
 COPY fixtures/ /srv/mockserver/fixtures/
 COPY scenarios/ /srv/mockserver/scenarios/
+# Where a state file may live (--state-file): a volume mounted here is writable by the server's user.
+RUN mkdir -p /var/lib/mockserver && chown 10001:10001 /var/lib/mockserver
 
 WORKDIR /srv/mockserver
 ENV HOST=0.0.0.0 \
