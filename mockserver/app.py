@@ -1,15 +1,18 @@
 """The ASGI application and the one request path of the API.
 
+    choose the sandbox (its world: a Runtime) -> control API, documents, or the API:
     route -> pump the clock -> authenticate -> rate limit -> authorize
           -> parse and validate path, query and body -> scenario rules -> handler
           -> render (errors in one place) -> journal
 
-`/_mock/...` goes to the control API (a Starlette app, control.py); `/openapi.json` and
-`/openapi.yaml` serve the document without authentication. The same handlers answer
-under the `/api/v1` prefix.
+`__call__` is the only place that knows sandboxes exist: it picks the world from the
+`/sandbox/{name}` prefix or the `X-Mock-Sandbox` header and hands it down. `/_mock/...`
+goes to the control API (a Starlette app, control.py); `/openapi.json` and `/openapi.yaml`
+serve the document without authentication. The same handlers answer under `/api/v1`.
 """
 
 import asyncio
+import hmac
 import logging
 import time
 from urllib.parse import parse_qsl
@@ -23,13 +26,16 @@ from .fixtures import read_fixtures
 from .handlers import HANDLERS, PRECHECKS
 from .journal import redact_authorization
 from .runtime import Context, Runtime
+from .sandboxes import DEFAULT, Sandbox, Sandboxes, choose
 from .scenarios import Scenarios
 from .settings import Settings
 from .spec import Spec, check_path
+from .world import Shared, freeze, thaw
 
 log = logging.getLogger("mockserver")
 JSON = [(b"content-type", b"application/json")]
 PREFIX = "/api/v1"
+OPEN_CONTROL = ("/_mock/health", "/_mock/ui")   # reachable without the control token (probes, the page itself)
 
 
 class Dropped(Exception):
@@ -37,44 +43,118 @@ class Dropped(Exception):
 
 
 class MockServer:
-    def __init__(self, settings=None, spec=None, clock=None):
+    def __init__(self, settings=None, spec=None, clock=None, wall=time.time):
         self.settings = settings or Settings()
         self.spec = spec or Spec.load()
-        self.clock = clock or Clock(self.settings.clock)
+        self.shared = Shared(self.settings, self.spec)
         self.fixtures = read_fixtures(self.settings.fixtures, self.spec)
-        self.scenarios = Scenarios(self.spec, seed=self.settings.seed)
-        for path in self.settings.scenarios:
-            self.scenarios.load_file(path)
-        self.rt = Runtime(self.settings, self.clock, self.fixtures)
+        # The world every sandbox starts from, built once through the handlers and then only copied.
+        first = self.build(self.settings, clock or Clock(self.settings.clock), self.fixtures)
+        self.origin = freeze(first, self.shared)
+        # scenarios loaded from files at start: every sandbox starts with them, and may name them
+        self.library = {name: (item["raw"], item["source"]) for name, item in first.scenarios.active.items()}
+        self.snapshots = {}                    # name -> Snapshot, shared by all sandboxes
+        self.sandboxes = Sandboxes(self.make_sandbox, self.settings.max_sandboxes, self.settings.sandbox_ttl, wall)
+        self.sandboxes.create(DEFAULT)
         self.violations = []                   # self-check: replies that do not match the document
         self._yaml = None
         from .control import build_control
         self.control = build_control(self)
 
-    def reset(self, scenarios=False):
-        self.rt = Runtime(self.settings, self.clock, self.fixtures)
+    # ------------------------------------------------------------ worlds
+    def build(self, settings, clock, fixtures):
+        """A world made by replaying fixtures through the handlers (slow: done once, or for options)."""
+        scenarios = Scenarios(self.spec, seed=settings.seed)
+        for path in settings.scenarios:
+            scenarios.load_file(path)
+        return Runtime(settings, clock, fixtures, scenarios)
+
+    def make_sandbox(self, name, options):
+        """A new sandbox: a copy of the start world, or of a snapshot, or a world built for its options."""
+        from .sandbox_options import world_for
+        rt, origin, source = world_for(self, options)
+        return Sandbox(name, rt, origin, source, self.sandboxes.wall())
+
+    def reset_sandbox(self, box, scenarios=False):
+        """Back to the world the sandbox started from. Its clock goes on from where it is, and its
+        scenarios stay active with their counters rewound (all removed with `scenarios`)."""
+        old = box.rt
+        rt = thaw(box.origin, self.shared)
+        rt.clock = old.clock
         if scenarios:
-            self.scenarios.clear()
+            rt.scenarios.clear()
+        else:
+            rt.scenarios = old.scenarios
+            rt.scenarios.rewind()
+        box.rt = rt
+        retire(old)
+        return rt
+
+    @property
+    def rt(self):
+        """The default sandbox's world (single-user code and tests)."""
+        return self.sandboxes.get_quietly(DEFAULT).rt
+
+    @property
+    def clock(self):
+        return self.rt.clock
+
+    @property
+    def scenarios(self):
+        return self.rt.scenarios
+
+    def reset(self, scenarios=False):
+        self.reset_sandbox(self.sandboxes.get_quietly(DEFAULT), scenarios)
 
     # ------------------------------------------------------------ ASGI
     async def __call__(self, scope, receive, send):
         kind = scope["type"]
         if kind == "http":
-            path = scope["path"]
-            if path.startswith("/_mock"):
-                await self.control(scope, receive, send)
-            elif path in ("/openapi.json", "/openapi.yaml"):
+            if self.settings.replica_name:
+                send = self._tag_replica(send)
+            try:
+                name, path = choose(scope)
+                if path.startswith("/_mock"):
+                    self._check_control_token(scope, path)
+                    box = None if path.startswith(("/_mock/sandboxes", "/_mock/health")) else self.sandboxes.get(name)
+                    scope = {**scope, "path": path, "mock.sandbox": box, "mock.runtime": box and box.rt}
+                    await self.control(scope, receive, send)
+                    return
+                box = self.sandboxes.get(name)
+                box.calls += 1
+            except ApiError as error:
+                await _send(send, error.status, error.render(), JSON + _encode(error.headers))
+                return
+            if path in ("/openapi.json", "/openapi.yaml"):
                 await self._document(scope, send, path)
             else:
-                await self.api(scope, receive, send)
+                await self.api(box.rt, scope, receive, send, path, None if name == DEFAULT else name)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
 
-    async def api(self, scope, receive, send):
+    def _check_control_token(self, scope, path):
+        token = self.settings.control_token
+        if not token or path.startswith(OPEN_CONTROL):
+            return
+        sent = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"), "")
+        scheme, _, credential = sent.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(credential.strip().encode(), token.encode()):
+            raise ApiError(401, "the control API needs 'Authorization: Bearer <control token>' (--control-token)",
+                           headers={"WWW-Authenticate": "Bearer"})
+
+    def _tag_replica(self, send):
+        tag = (b"x-mock-replica", self.settings.replica_name.encode("latin-1", "replace"))
+
+        async def tagged(message):
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": list(message.get("headers", [])) + [tag]}
+            await send(message)
+        return tagged
+
+    async def api(self, rt, scope, receive, send, path, sandbox=None):
         started = time.perf_counter()
-        rt, clock = self.rt, self.clock
+        clock = rt.clock
         method = scope["method"]
-        path = scope["path"]
         if path.startswith(PREFIX + "/"):
             path = path[len(PREFIX):]
         headers = {}                           # one dict for the request and the journal
@@ -112,10 +192,10 @@ class MockServer:
             if errors:
                 raise invalid(errors)
             effects = {}
-            fired = self.scenarios.evaluate(operation, method, path, token, headers, body)
+            fired = rt.scenarios.evaluate(operation, method, path, token, headers, body)
             if fired is not None:
                 rule, effects = fired.name, fired.effects
-                await self._apply(effects, token, now)
+                await _apply(rt, effects, token, now)
             ctx = Context(rt, token.organization, token, params, values, body if body is not None else {}, now,
                           call_id, effects)
             result = HANDLERS[operation.operation_id](ctx)
@@ -142,21 +222,6 @@ class MockServer:
         await send({"type": "http.response.body", "body": payload})
         rt.journal.record(call_id, clock.now(), method, path, operation, query, headers, body, status,
                           payload, time.perf_counter() - started, rule)
-
-    async def _apply(self, effects, token, now):
-        """Scenario effects that act on the reply itself (deployment effects reach the handler)."""
-        if effects.get("latency"):
-            await asyncio.sleep(effects["latency"])
-        if effects.get("webhook_failures"):
-            self.rt.webhooks.fail_next(effects["webhook_failures"], effects["rule"])
-        if effects.get("exhaust_rate_limit"):
-            self.rt.limiter.exhaust(token, now)
-            self.rt.limiter.spend(token, now)
-        if effects.get("drop"):
-            raise Dropped()
-        if effects.get("reply"):
-            reply = effects["reply"]
-            raise ApiError(reply["status"], reply["message"])
 
     def _check_reply(self, operation, status, payload, method, path):
         if operation is not None and status not in operation.responses:
@@ -192,18 +257,46 @@ class MockServer:
             elif message["type"] == "lifespan.shutdown":
                 if pump:
                     pump.cancel()
-                await self.rt.webhooks.close()
+                for box in self.sandboxes:
+                    await box.rt.webhooks.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
     async def _pump_forever(self):
         """Emit due deployment events and webhook retries without waiting for a request."""
         while True:
-            try:
-                self.rt.pump()
-            except Exception:                   # keep the loop alive; the error is a bug to see in the log
-                log.exception("background pump failed")
+            for box in self.sandboxes:
+                try:
+                    box.rt.pump()
+                except Exception:               # keep the loop alive; the error is a bug to see in the log
+                    log.exception("background pump of sandbox %s failed", box.name)
+            self.sandboxes.sweep()
             await asyncio.sleep(0.05)
+
+
+async def _apply(rt, effects, token, now):
+    """Scenario effects that act on the reply itself (deployment effects reach the handler)."""
+    if effects.get("latency"):
+        await asyncio.sleep(effects["latency"])
+    if effects.get("webhook_failures"):
+        rt.webhooks.fail_next(effects["webhook_failures"], effects["rule"])
+    if effects.get("exhaust_rate_limit"):
+        rt.limiter.exhaust(token, now)
+        rt.limiter.spend(token, now)
+    if effects.get("drop"):
+        raise Dropped()
+    if effects.get("reply"):
+        reply = effects["reply"]
+        raise ApiError(reply["status"], reply["message"])
+
+
+def retire(rt):
+    """Let a world that was replaced finish its webhook attempts' cleanup in the background."""
+    if rt.webhooks.tasks or rt.webhooks._client is not None:
+        try:
+            asyncio.get_running_loop().create_task(rt.webhooks.close())
+        except RuntimeError:                    # no loop (in-process tests): nothing is in flight
+            pass
 
 
 async def _read_body(receive, limit):

@@ -3,7 +3,8 @@
 Options may also come from the environment (the container sets them there):
 MOCKSERVER_HOST (or HOST), MOCKSERVER_PORT (or PORT), MOCKSERVER_FIXTURES, MOCKSERVER_SEED,
 MOCKSERVER_RATE_LIMIT, MOCKSERVER_CLOCK, MOCKSERVER_SPEED, MOCKSERVER_SCENARIOS (a folder or
-files separated by ':'), MOCKSERVER_JOURNAL_SIZE, MOCKSERVER_JWT_SECRET, MOCKSERVER_LOG_LEVEL.
+files separated by ':'), MOCKSERVER_JOURNAL_SIZE, MOCKSERVER_JWT_SECRET, MOCKSERVER_LOG_LEVEL,
+MOCKSERVER_MAX_SANDBOXES, MOCKSERVER_SANDBOX_TTL, MOCKSERVER_CONTROL_TOKEN, MOCKSERVER_REPLICA.
 A problem with an option, a fixture or a scenario is reported in one line per problem and
 a non-zero exit, never a traceback.
 """
@@ -78,6 +79,16 @@ def parser():
             sub.add_argument("--jwt-secret", default=_env("MOCKSERVER_JWT_SECRET", default="mock-jwt-secret"))
             sub.add_argument("--log-level", default=_env("MOCKSERVER_LOG_LEVEL", default="warning"),
                              choices=("critical", "error", "warning", "info", "debug"))
+            sub.add_argument("--max-sandboxes", type=_positive(int),
+                             default=int(_env("MOCKSERVER_MAX_SANDBOXES", default=1000)),
+                             help="sandboxes that may exist at once; one more is refused (default 1000)")
+            sub.add_argument("--sandbox-ttl", type=_positive(float),
+                             default=float(_env("MOCKSERVER_SANDBOX_TTL", default=3600)),
+                             help="seconds an idle sandbox lives, on the wall clock (default 3600)")
+            sub.add_argument("--control-token", default=_env("MOCKSERVER_CONTROL_TOKEN"),
+                             help="require 'Authorization: Bearer <token>' on every /_mock route but health")
+            sub.add_argument("--replica-name", default=_env("MOCKSERVER_REPLICA"),
+                             help="name of this replica behind a router: in /_mock/health and X-Mock-Replica")
     return top
 
 
@@ -88,6 +99,8 @@ def settings_from(args):
         settings.host, settings.port, settings.clock = args.host, args.port, args.clock
         settings.speed, settings.journal_size = args.speed, args.journal_size
         settings.jwt_secret, settings.log_level = args.jwt_secret, args.log_level
+        settings.max_sandboxes, settings.sandbox_ttl = args.max_sandboxes, args.sandbox_ttl
+        settings.control_token, settings.replica_name = args.control_token or None, args.replica_name or None
         rate = args.rate_limit or (parse_rate(os.environ["MOCKSERVER_RATE_LIMIT"])
                                    if os.environ.get("MOCKSERVER_RATE_LIMIT") else None)
         if rate:
@@ -127,6 +140,6 @@ def serve(settings):
     config = uvicorn.Config(server, host=settings.host, port=settings.port, log_level=settings.log_level,
                             access_log=False, lifespan="on", http="httptools", loop="uvloop")
     print(f"mockserver {settings.host}:{settings.port} clock={settings.clock} fixtures={settings.fixtures} "
-          f"scenarios={len(server.scenarios.active)}", file=sys.stderr, flush=True)
+          f"scenarios={len(server.scenarios.active)} max-sandboxes={settings.max_sandboxes}", file=sys.stderr, flush=True)
     uvicorn.Server(config).run()
     return 0

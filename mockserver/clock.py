@@ -17,6 +17,8 @@ class Clock:
         self._wall = wall
         self._offset = 0.0
         self._frozen = wall() if start is None else float(start)
+        if mode == "real" and start is not None:   # a real clock that starts at `start` and runs from there
+            self._offset = float(start) - wall()
 
     def now(self):
         if self.mode == "manual":
@@ -29,6 +31,10 @@ class Clock:
             raise ValueError("the clock only moves forward")
         self._offset += seconds
         return self.now()
+
+    def resume_at(self, moment):
+        """Make `now()` read `moment` (a restored world goes on from when it was saved)."""
+        self._offset += moment - self.now()
 
     def describe(self):
         now = self.now()

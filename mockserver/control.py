@@ -1,7 +1,9 @@
 """The control API under /_mock: one route table, grouped by noun.
 
-Outside the documented API: no authentication, no rate limit, not journaled. It is
-described by its own small document, `/_mock/openapi.json`.
+Outside the documented API: no API token, no rate limit, not journaled (with
+`--control-token`, every route but health needs that token). It is described by its own
+small document, `/_mock/openapi.json`. Routes act on the world of the request's sandbox
+(`world(request)`, chosen in app.py), except the global ones: health, sandboxes, snapshots.
 """
 
 import time
@@ -19,9 +21,31 @@ from .auth import GRANTS, Token, mint_jwt
 from .clock import iso
 from .errors import ApiError
 from .journal import FILTERS, mismatches, parse_since
+from .sandboxes import DEFAULT, check_name
 from .scenarios import ScenarioError
+from .world import freeze, thaw
 
 DOCUMENT = Path(__file__).with_name("openapi") / "control.yaml"
+
+
+class Snapshot:
+    """A saved world: the bytes of world.freeze and what the listing shows of it."""
+
+    __slots__ = ("name", "data", "sandbox", "saved_at", "clock_at", "journal", "resources")
+
+    def __init__(self, name, data, sandbox, saved_at, clock_at, journal, resources):
+        self.name, self.data, self.sandbox, self.saved_at = name, data, sandbox, saved_at
+        self.clock_at, self.journal, self.resources = clock_at, journal, resources
+
+    def describe(self):
+        return {"name": self.name, "sandbox": self.sandbox, "saved_at": iso(self.saved_at),
+                "clock_at": iso(self.clock_at), "journal": self.journal, "resources": self.resources,
+                "bytes": len(self.data)}
+
+
+def world(request):
+    """The runtime of the request's sandbox."""
+    return request.scope["mock.runtime"]
 
 
 def build_control(server):
@@ -47,32 +71,35 @@ def build_control(server):
 
     # ------------------------------------------------------------ health, reset, state
     async def health(request):
-        return reply({"status": "ok", "version": __version__, "clock": server.clock.mode,
+        return reply({"status": "ok", "version": __version__, "clock": server.settings.clock,
+                      "replica": server.settings.replica_name, "sandboxes": len(server.sandboxes),
                       "uptime_seconds": round(time.time() - started, 3)})
 
     async def reset(request):
         body = await json_body(request, required=False)
-        server.reset(scenarios=bool(body.get("scenarios")))
-        server.scenarios.rewind()
-        return reply({"reset": True, "scenarios": sorted(server.scenarios.active)})
+        rt = server.reset_sandbox(request.scope["mock.sandbox"], scenarios=bool(body.get("scenarios")))
+        return reply({"reset": True, "sandbox": request.scope["mock.sandbox"].name,
+                      "scenarios": sorted(rt.scenarios.active)})
 
     async def state(request):
-        rt = server.rt
-        return reply({"counts": rt.store.count(), "tokens": sorted(t.name for t in rt.tokens.values()),
+        rt = world(request)
+        return reply({"sandbox": request.scope["mock.sandbox"].name,
+                      "counts": rt.store.count(), "tokens": sorted(t.name for t in rt.tokens.values()),
                       "active_deployments": len(rt.lifecycle.active), "journal_entries": len(rt.journal.entries)})
 
     # ------------------------------------------------------------ clock
     async def clock(request):
-        return reply(server.clock.describe())
+        return reply(world(request).clock.describe())
 
     async def advance(request):
         body = await json_body(request)
         seconds = body.get("seconds")
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
             raise ApiError(400, "body.seconds: a number of seconds >= 0 is required")
-        server.clock.advance(seconds)
-        server.rt.pump()
-        return reply(server.clock.describe())
+        rt = world(request)
+        rt.clock.advance(seconds)
+        rt.pump()
+        return reply(rt.clock.describe())
 
     # ------------------------------------------------------------ calls
     def filters(params):
@@ -88,7 +115,7 @@ def build_control(server):
         return out
 
     async def calls(request):
-        journal = server.rt.journal
+        journal = world(request).journal
         wanted = filters(dict(request.query_params))
         found = journal.select(wanted)
         limit = request.query_params.get("limit")
@@ -96,12 +123,12 @@ def build_control(server):
             if not limit.isdigit():
                 raise ApiError(400, "query.limit: must be a whole number")
             found = found[-int(limit):] if int(limit) else []
-        webhooks = server.rt.webhooks
+        webhooks = world(request).webhooks
         return reply({"total": len(found), "dropped": journal.dropped, "journal_size": journal.size,
                       "results": [journal.render(e, webhooks.caused_by(e[0])) for e in found]})
 
     async def clear_calls(request):
-        server.rt.journal.clear()
+        world(request).journal.clear()
         return Response(status_code=204)
 
     async def verify(request):
@@ -113,7 +140,7 @@ def build_control(server):
         for name, value in expect.items():
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ApiError(400, f"body.{name}: must be a whole number >= 0")
-        journal = server.rt.journal
+        journal = world(request).journal
         found = journal.select(wanted)
         actual = len(found)
         ok = (("count" not in expect or actual == expect["count"])
@@ -135,35 +162,37 @@ def build_control(server):
 
     # ------------------------------------------------------------ scenarios
     async def scenarios(request):
-        return reply({"results": [server.scenarios.describe(name) for name in server.scenarios.active]})
+        active = world(request).scenarios
+        return reply({"results": [active.describe(name) for name in active.active]})
 
     async def scenario(request):
         name = request.path_params["name"]
+        active = world(request).scenarios
         if request.method == "GET":
-            if name not in server.scenarios.active:
+            if name not in active.active:
                 raise ApiError(404, f"scenario {name} is not active")
-            return reply(server.scenarios.describe(name))
+            return reply(active.describe(name))
         if request.method == "DELETE":
-            if not server.scenarios.remove(name):
+            if not active.remove(name):
                 raise ApiError(404, f"scenario {name} is not active")
             return Response(status_code=204)
         text = (await request.body()).decode("utf-8", errors="replace")
         try:
-            server.scenarios.load_text(text, f"PUT /_mock/scenarios/{name}", name=name)
+            active.load_text(text, f"PUT /_mock/scenarios/{name}", name=name)
         except ScenarioError as error:
             raise ApiError(400, str(error)) from None
-        return reply(server.scenarios.describe(name))
+        return reply(active.describe(name))
 
     # ------------------------------------------------------------ webhooks, tokens
     async def deliveries(request):
         params = request.query_params
-        found = [d for d in server.rt.webhooks.deliveries
+        found = [d for d in world(request).webhooks.deliveries
                  if all(str(d.get(k)) == params[k] for k in ("webhook_id", "event_type", "status") if k in params)]
         return reply({"total": len(found), "results": found})
 
     async def tokens(request):
         body = await json_body(request)
-        rt = server.rt
+        rt = world(request)
         scopes = body.get("scopes", ["Admin"])
         if not isinstance(scopes, list) or not scopes or any(s not in GRANTS for s in scopes):
             raise ApiError(400, f"body.scopes: a non-empty list of {', '.join(GRANTS)}")
@@ -174,7 +203,7 @@ def build_control(server):
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0):
             raise ApiError(400, "body.ttl_seconds: a number of seconds > 0")
         name = str(body.get("name") or f"minted-{len(rt.tokens) + 1}")
-        now = server.clock.now()
+        now = rt.clock.now()
         expires = now + ttl if ttl else None
         if body.get("kind", "token") == "jwt":
             value = mint_jwt(server.settings.jwt_secret,
@@ -186,6 +215,90 @@ def build_control(server):
             rt.add_token(Token(name=name, value=value, organization=org, scopes=scopes, expires_at=expires))
         return reply({"name": name, "token": value, "kind": body.get("kind", "token"), "scopes": scopes,
                       "organization": org, "expires_at": iso(expires) if expires else None}, 201)
+
+    # ------------------------------------------------------------ sandboxes (global)
+    async def sandboxes(request):
+        return reply({"replica": server.settings.replica_name, "limit": server.sandboxes.limit,
+                      "ttl_seconds": server.sandboxes.ttl,
+                      "results": [box.describe() for box in server.sandboxes]})
+
+    async def drop_sandboxes(request):
+        """Every sandbox but `default` deleted, and `default` reset: the server as it started."""
+        for box in server.sandboxes:
+            if box.name != DEFAULT:
+                server.sandboxes.delete(box.name)
+        server.reset_sandbox(server.sandboxes.get_quietly(DEFAULT), scenarios=True)
+        return Response(status_code=204)
+
+    async def sandbox(request):
+        name = check_name(request.path_params["name"])
+        if request.method == "GET":
+            return reply(server.sandboxes.find(name).describe())
+        if request.method == "DELETE":
+            if server.sandboxes.delete(name) is None:
+                raise ApiError(404, f"sandbox {name} not found")
+            return Response(status_code=204)
+        existed = name in server.sandboxes.live
+        box = server.sandboxes.create(name, await json_body(request, required=False), replace=True)
+        return reply(box.describe(), 200 if existed else 201)
+
+    async def reset_sandbox(request):
+        box = server.sandboxes.find(check_name(request.path_params["name"]))
+        body = await json_body(request, required=False)
+        server.reset_sandbox(box, scenarios=bool(body.get("scenarios")))
+        return reply(box.describe())
+
+    # ------------------------------------------------------------ snapshots (shared by all sandboxes)
+    async def snapshots(request):
+        return reply({"results": [{"name": "fixtures", "sandbox": None, "builtin": True,
+                                   "bytes": len(server.origin)}]
+                      + [snap.describe() for snap in server.snapshots.values()]})
+
+    async def save_snapshot(request):
+        body = await json_body(request)
+        name = body.get("name")
+        if not isinstance(name, str):
+            raise ApiError(400, "body.name: a snapshot name is required")
+        check_name(name)
+        if name == "fixtures":
+            raise ApiError(409, "snapshot fixtures is the start world and cannot be replaced")
+        if name in server.snapshots and not body.get("replace"):
+            raise ApiError(409, f"snapshot {name} exists: delete it first, or send \"replace\": true")
+        box, rt = request.scope["mock.sandbox"], world(request)
+        journal = bool(body.get("journal"))
+        snap = Snapshot(name, freeze(rt, server.shared, journal=journal), box.name, time.time(), rt.clock.now(),
+                        journal, sum(rt.store.count().values()))
+        server.snapshots[name] = snap
+        return reply(snap.describe(), 201)
+
+    async def snapshot(request):
+        name = request.path_params["name"]
+        if request.method == "DELETE":
+            if name == "fixtures":
+                raise ApiError(409, "snapshot fixtures is the start world and cannot be deleted")
+            if server.snapshots.pop(name, None) is None:
+                raise ApiError(404, f"snapshot {name} not found")
+            return Response(status_code=204)
+        if name not in server.snapshots:
+            raise ApiError(404, f"snapshot {name} not found")
+        return reply(server.snapshots[name].describe())
+
+    async def restore_snapshot(request):
+        name = request.path_params["name"]
+        box = request.scope["mock.sandbox"]
+        if name == "fixtures":
+            data, at = server.origin, None
+        elif name in server.snapshots:
+            data, at = server.snapshots[name].data, server.snapshots[name].clock_at
+        else:
+            raise ApiError(404, f"snapshot {name} not found")
+        old, box.rt = box.rt, thaw(data, server.shared)
+        if at is not None:
+            box.rt.clock.resume_at(at)        # the world goes on from the moment it was saved
+        from .app import retire
+        retire(old)
+        return reply({"restored": name, "sandbox": box.name, "clock": box.rt.clock.describe(),
+                      "resources": sum(box.rt.store.count().values())})
 
     async def document(request):
         if not cache:
@@ -213,6 +326,14 @@ def build_control(server):
         Route("/_mock/scenarios/{name}", scenario, methods=["GET", "PUT", "DELETE"]),
         Route("/_mock/webhooks/deliveries", deliveries, methods=["GET"]),
         Route("/_mock/tokens", tokens, methods=["POST"]),
+        Route("/_mock/sandboxes", sandboxes, methods=["GET"]),
+        Route("/_mock/sandboxes", drop_sandboxes, methods=["DELETE"]),
+        Route("/_mock/sandboxes/{name}", sandbox, methods=["GET", "PUT", "DELETE"]),
+        Route("/_mock/sandboxes/{name}/reset", reset_sandbox, methods=["POST"]),
+        Route("/_mock/snapshots", snapshots, methods=["GET"]),
+        Route("/_mock/snapshots", save_snapshot, methods=["POST"]),
+        Route("/_mock/snapshots/{name}", snapshot, methods=["GET", "DELETE"]),
+        Route("/_mock/snapshots/{name}/restore", restore_snapshot, methods=["POST"]),
         Route("/_mock/openapi.json", document, methods=["GET"]),
     ]
     return Starlette(routes=routes, exception_handlers={ApiError: api_error, HTTPException: http_error})

@@ -32,8 +32,25 @@ class Fake:
         self.seed = seed
         self.rng = random.Random(seed)
         self._pinned = None
-        self.faker = Faker()
-        self.faker.seed_instance(seed)
+        self._faker = None                     # made on first use: building one costs ~1 ms
+        self._faker_state = None
+
+    @property
+    def faker(self):
+        if self._faker is None:
+            self._faker = Faker()
+            self._faker.seed_instance(self.seed)
+            if self._faker_state is not None:
+                self._faker.random.setstate(self._faker_state)
+        return self._faker
+
+    def __getstate__(self):
+        """Saved with the world as the generators' positions (a Faker instance is not worth copying)."""
+        state = dict(self.__dict__)
+        if self._faker is not None:
+            state["_faker_state"] = self._faker.random.getstate()
+        state["_faker"] = None
+        return state
 
     def uuid(self):
         if self._pinned is not None:

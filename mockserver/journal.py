@@ -79,6 +79,10 @@ class Journal:
         self.entries.clear()
         self.dropped = 0
 
+    def empty_copy(self):
+        """A journal of the same size with no calls (what a snapshot without its journal keeps)."""
+        return Journal(self.size)
+
     # ------------------------------------------------------------ reading
     def select(self, filters):
         """Entries matching every given filter (see FILTERS), oldest first."""

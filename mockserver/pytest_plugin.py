@@ -8,10 +8,15 @@
 
 The session starts one mock in-process (uvicorn in a thread, on a free loopback port,
 manual clock by default), or uses an existing one given by `--mockserver-url` or the
-environment variable MOCKSERVER_URL. Each test gets it freshly reset.
+environment variable MOCKSERVER_URL. Each test gets a sandbox of its own, named from the
+xdist worker and the test (and `--mockserver-sandbox-prefix`, e.g. a CI job id), made fresh
+from the fixtures before the test and deleted after it: tests running in parallel against
+one mock never see each other's calls, clock, scenarios or records.
 """
 
+import hashlib
 import os
+import re
 import socket
 import threading
 import time
@@ -26,10 +31,25 @@ TOKENS = {"admin": "mock-admin-token", "read": "mock-read-token", "write": "mock
 class MockServerClient:
     """A handle on a running mock: its URL, tokens, and its control API."""
 
-    def __init__(self, url):
-        self.url = url.rstrip("/")
+    def __init__(self, url, control_token=None, sandbox=None):
+        self.root = url.rstrip("/")
+        self.sandbox = sandbox
+        self.url = f"{self.root}/sandbox/{sandbox}" if sandbox else self.root
         self.tokens = dict(TOKENS)
-        self.http = httpx.Client(base_url=self.url, timeout=30)
+        self.control_token = control_token
+        headers = {"Authorization": f"Bearer {control_token}"} if control_token else {}
+        self.http = httpx.Client(base_url=self.url, timeout=30, headers=headers)
+
+    def in_sandbox(self, name, **options):
+        """A handle on sandbox `name`, made fresh (from the fixtures, or with options) on the same mock."""
+        reply = self.http.put(f"{self.root}/_mock/sandboxes/{name}", json=options)
+        if reply.status_code >= 400:
+            raise AssertionError(f"could not create sandbox {name}: {reply.status_code} {reply.text}")
+        return MockServerClient(self.root, self.control_token, name)
+
+    def delete_sandbox(self):
+        if self.sandbox:
+            self.http.delete(f"{self.root}/_mock/sandboxes/{self.sandbox}")
 
     def headers(self, scope="admin"):
         return {"Authorization": f"Token {self.tokens[scope]}"}
@@ -41,6 +61,13 @@ class MockServerClient:
         return response.json() if response.content else None
 
     # state and time
+    def snapshot(self, name, journal=False, replace=True):
+        """Save this sandbox's world under `name` (restore it here or start other sandboxes from it)."""
+        return self._control("POST", "/snapshots", json={"name": name, "journal": journal, "replace": replace})
+
+    def restore(self, name):
+        return self._control("POST", f"/snapshots/{name}/restore")
+
     def reset(self, scenarios=False):
         return self._control("POST", "/reset", json={"scenarios": scenarios})
 
@@ -138,6 +165,10 @@ def pytest_addoption(parser):
                     help="use a running mock at this URL instead of starting one (env MOCKSERVER_URL)")
     group.addoption("--mockserver-clock", default="manual", choices=("manual", "real"),
                     help="clock of the in-process mock (default manual)")
+    group.addoption("--mockserver-control-token", default=os.environ.get("MOCKSERVER_CONTROL_TOKEN"),
+                    help="control token of a shared mock (env MOCKSERVER_CONTROL_TOKEN)")
+    group.addoption("--mockserver-sandbox-prefix", default=os.environ.get("MOCKSERVER_SANDBOX_PREFIX", ""),
+                    help="prefix of the tests' sandbox names, e.g. a CI job id (env MOCKSERVER_SANDBOX_PREFIX)")
 
 
 @pytest.fixture(scope="session")
@@ -147,15 +178,27 @@ def mockserver_session(request):
     if not url:
         local = _InProcess(clock=request.config.getoption("--mockserver-clock"))
         url = local.url
-    client = MockServerClient(url)
+    client = MockServerClient(url, request.config.getoption("--mockserver-control-token"))
     yield client
     client.close()
     if local is not None:
         local.stop()
 
 
+def sandbox_name(prefix, worker, nodeid):
+    """A valid sandbox name (A-Z a-z 0-9 _ . -, at most 64) that is unique per prefix, worker and test."""
+    readable = re.sub(r"[^A-Za-z0-9_.-]+", "-", nodeid.rsplit("::", 1)[-1]).strip("-")
+    digest = hashlib.sha1(f"{prefix}|{worker}|{nodeid}".encode()).hexdigest()[:10]
+    head = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{prefix}{worker}")
+    return f"{head}-{readable}"[:64 - 11] + "-" + digest
+
+
 @pytest.fixture
-def mockserver(mockserver_session):
-    """The mock, reset to its fixtures (scenarios removed) before the test."""
-    mockserver_session.reset(scenarios=True)
-    return mockserver_session
+def mockserver(mockserver_session, request):
+    """The mock, seen through a fresh sandbox of this test's own (deleted after the test)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    prefix = request.config.getoption("--mockserver-sandbox-prefix")
+    client = mockserver_session.in_sandbox(sandbox_name(prefix, worker, request.node.nodeid))
+    yield client
+    client.delete_sandbox()
+    client.close()

@@ -1,8 +1,10 @@
-"""Everything a reset rebuilds: the store, tokens, rate-limit windows, deployment queues,
-the call journal and webhook deliveries, with the seeded source of fake data.
+"""One world: everything a sandbox owns and a reset rebuilds. The store, tokens, rate-limit
+windows, deployment queues, the call journal, webhooks and their deliveries, the active
+scenarios with their counters, the seeded source of fake data and the clock.
 
-`Runtime(settings, clock, fixtures)` is the full description of a fresh mock: build
-one and you have the state the fixtures describe. Nothing here imports the web stack.
+`Runtime(settings, clock, fixtures, scenarios)` is the full description of a fresh world:
+build one and you have the state the fixtures describe. Worlds are copied and saved whole
+(world.py). Nothing here imports the web stack or knows that other worlds exist.
 """
 
 import uuid as uuidlib
@@ -37,9 +39,10 @@ class Context:
 
 
 class Runtime:
-    def __init__(self, settings, clock, fixtures=None):
+    def __init__(self, settings, clock, fixtures=None, scenarios=None):
         self.settings = settings
         self.clock = clock
+        self.scenarios = scenarios             # Scenarios (they need the document, so the server gives them)
         self.fake = Fake(settings.seed)
         self.store = Store()
         self.tokens = {}

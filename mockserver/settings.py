@@ -31,6 +31,10 @@ class Settings:
     scenarios: list = field(default_factory=list)
     self_check: bool = False
     log_level: str = "warning"
+    max_sandboxes: int = 1000
+    sandbox_ttl: float = 3600.0           # seconds a sandbox may stay idle (wall clock) before it expires
+    control_token: str | None = None      # set: every /_mock route but health needs Bearer <token>
+    replica_name: str | None = None       # set: replies carry X-Mock-Replica and health names it
 
 
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")

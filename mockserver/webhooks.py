@@ -67,6 +67,12 @@ class Webhooks:
             self.by_cause.setdefault(cause, []).append(delivery["id"])
             self.pending.append((at, delivery, (entry.private or {}).get("target_secret")))
 
+    def __getstate__(self):
+        """Saved with the world: deliveries and what is pending, not the event loop's tasks or client."""
+        state = dict(self.__dict__)
+        state["tasks"], state["_client"] = set(), None
+        return state
+
     def fail_next(self, count, rule):
         self.forced_failures.append([count, rule])
 

@@ -1,0 +1,123 @@
+"""The options a sandbox may be created with, and the world each choice starts from.
+
+    PUT /_mock/sandboxes/{name}
+    {"clock": "manual", "start": "2026-01-01T00:00:00Z", "seed": 7, "rate_limit": "5/10s",
+     "scenarios": ["flaky-status", {name: ..., rules: [...]}], "fixtures": "/srv/other-fixtures",
+     "snapshot": "three-envs"}
+
+No option: a copy of the server's start world (fast). `snapshot`: a copy of that snapshot.
+`fixtures`, `seed` or `start`: a world built for them through the handlers (a few ms), since
+ids, generated values and record times depend on them. `clock`, `rate_limit` and `scenarios`
+are then applied to the copy. The result is frozen again as the world a reset goes back to.
+"""
+
+from dataclasses import replace
+from datetime import datetime
+
+import jsonschema
+
+from .clock import Clock
+from .errors import ApiError
+from .fixtures import FixtureError, read_fixtures
+from .scenarios import ScenarioError
+from .settings import parse_rate
+from .world import freeze, thaw
+
+SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "clock": {"enum": ["real", "manual"]},
+        "start": {"type": ["string", "number"]},
+        "seed": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+        "rate_limit": {"type": "string", "maxLength": 40},
+        "scenarios": {"type": "array", "maxItems": 100, "items": {"type": ["string", "object"]}},
+        "fixtures": {"type": "string", "minLength": 1, "maxLength": 4096},
+        "snapshot": {"type": "string", "minLength": 1, "maxLength": 64},
+    },
+}
+_CHECK = jsonschema.Draft7Validator(SCHEMA)
+
+
+def check(options):
+    if not isinstance(options, dict):
+        raise ApiError(400, "body: sandbox options must be a JSON object")
+    problems = [f"body{''.join(f'.{p}' for p in e.absolute_path)}: {e.message}" for e in _CHECK.iter_errors(options)]
+    if "snapshot" in options and ({"fixtures", "seed", "start"} & set(options)):
+        problems.append("body.snapshot: a snapshot already holds its fixtures, seed and time; "
+                        "do not combine it with fixtures, seed or start")
+    if problems:
+        raise ApiError(400, "; ".join(problems))
+    return options
+
+
+def world_for(server, options):
+    """(runtime, frozen origin, source description) of a new sandbox."""
+    check(options)
+    if not options:
+        return thaw(server.origin, server.shared), server.origin, "fixtures"
+    if "snapshot" in options:
+        snapshot = server.snapshots.get(options["snapshot"])
+        if snapshot is None:
+            raise ApiError(404, f"snapshot {options['snapshot']} not found")
+        rt, source = thaw(snapshot.data, server.shared), f"snapshot {options['snapshot']}"
+    elif {"fixtures", "seed", "start"} & set(options):
+        rt, source = _built(server, options), "options"
+    else:
+        rt, source = thaw(server.origin, server.shared), "fixtures"
+    mode = options.get("clock")
+    if mode and mode != rt.clock.mode:
+        rt.clock = Clock(mode, start=rt.clock.now())
+    if "rate_limit" in options:
+        try:
+            rt.limiter.limit, rt.limiter.window = parse_rate(options["rate_limit"])
+        except ValueError as error:
+            raise ApiError(400, f"body.rate_limit: {error}") from None
+    for index, item in enumerate(options.get("scenarios", [])):
+        _activate(server, rt, item, index)
+    return rt, freeze(rt, server.shared), source
+
+
+def _built(server, options):
+    settings = server.settings
+    if "seed" in options:
+        settings = replace(settings, seed=options["seed"])
+    fixtures = server.fixtures
+    if "fixtures" in options:
+        settings = replace(settings, fixtures=options["fixtures"])
+        try:
+            fixtures = read_fixtures(options["fixtures"], server.spec)
+        except FixtureError as error:
+            raise ApiError(400, f"body.fixtures: {'; '.join(error.problems[:5])}") from None
+    start = _start(options["start"]) if "start" in options else None
+    clock = Clock(options.get("clock", settings.clock), start=start)
+    try:
+        return server.build(settings, clock, fixtures)
+    except ApiError as error:
+        raise ApiError(400, f"body.fixtures: {error.message}") from None
+
+
+def _start(value):
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise ApiError(400, f"body.start: {value[:60]!r} is neither an ISO 8601 time nor Unix seconds") from None
+
+
+def _activate(server, rt, item, index):
+    """A scenario by the name of a file the server loaded (--scenario), or a whole scenario document."""
+    where = f"body.scenarios[{index}]"
+    if isinstance(item, str):
+        if item not in server.library:
+            names = ", ".join(sorted(server.library)) or "none"
+            raise ApiError(400, f"{where}: no scenario named {item!r} was loaded with --scenario (loaded: {names})")
+        raw, source = server.library[item]
+        rt.scenarios.activate(raw, source)
+        return
+    import orjson
+    try:
+        rt.scenarios.load_text(orjson.dumps(item).decode(), where)
+    except ScenarioError as error:
+        raise ApiError(400, str(error)) from None
