@@ -225,6 +225,15 @@ def test_each_replica_lists_its_own_sandboxes_under_its_name(cluster, flows):
         assert listed["replica"] == replica
         names = {entry["name"] for entry in listed["results"]}
         assert names & set(SANDBOXES) == {name for name, where in placement.items() if where == replica}
+    # the same list from every replica in one call: deploy/fanout.py
+    fanned = subprocess.run([sys.executable, str(ROOT / "deploy" / "fanout.py"), cluster.url, "GET", "/_mock/sandboxes"],
+                            capture_output=True, text=True, timeout=60)
+    assert fanned.returncode == 0, fanned.stderr
+    results = json.loads(fanned.stdout)["results"]
+    assert [(r["replica"], r["up"], r["status"], r["body"]["replica"]) for r in results] == [
+        ("mock-0", True, 200, "mock-0"), ("mock-1", True, 200, "mock-1")]
+    listed = {entry["name"]: r["replica"] for r in results for entry in r["body"]["results"]}
+    assert {name: listed[name] for name in SANDBOXES} == placement
 
 
 def test_a_stopped_replica_answers_the_router_error_and_comes_back_from_its_state_file(cluster, flows):
