@@ -56,6 +56,12 @@ class MockServer:
         self.snapshots = {}                    # name -> Snapshot, shared by all sandboxes
         self.sandboxes = Sandboxes(self.make_sandbox, self.settings.max_sandboxes, self.settings.sandbox_ttl, wall)
         self.sandboxes.create(DEFAULT)
+        self.changes = 0                       # requests served: the state file is saved when this moves
+        self.saver = None
+        if self.settings.state_file:
+            from .persistence import Saver, restore
+            restore(self, self.settings.state_file)
+            self.saver = Saver(self, self.settings.state_file, self.settings.save_interval)
         self.violations = []                   # self-check: replies that do not match the document
         self._yaml = None
         from .control import build_control
@@ -73,6 +79,7 @@ class MockServer:
         """A new sandbox: a copy of the start world, or of a snapshot, or a world built for its options."""
         from .sandbox_options import world_for
         rt, origin, source = world_for(self, options)
+        _own(rt, name)
         return Sandbox(name, rt, origin, source, self.sandboxes.wall())
 
     def reset_sandbox(self, box, scenarios=False):
@@ -80,6 +87,7 @@ class MockServer:
         scenarios stay active with their counters rewound (all removed with `scenarios`)."""
         old = box.rt
         rt = thaw(box.origin, self.shared)
+        _own(rt, box.name)
         rt.clock = old.clock
         if scenarios:
             rt.scenarios.clear()
@@ -110,6 +118,7 @@ class MockServer:
     async def __call__(self, scope, receive, send):
         kind = scope["type"]
         if kind == "http":
+            self.changes += 1
             if self.settings.replica_name:
                 send = self._tag_replica(send)
             try:
@@ -259,6 +268,8 @@ class MockServer:
                     pump.cancel()
                 for box in self.sandboxes:
                     await box.rt.webhooks.close()
+                if self.saver is not None:
+                    self.saver.final()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -271,6 +282,11 @@ class MockServer:
                 except Exception:               # keep the loop alive; the error is a bug to see in the log
                     log.exception("background pump of sandbox %s failed", box.name)
             self.sandboxes.sweep()
+            if self.saver is not None:
+                try:
+                    self.saver.tick()
+                except OSError:
+                    log.exception("saving the state file failed")
             await asyncio.sleep(0.05)
 
 
@@ -288,6 +304,12 @@ async def _apply(rt, effects, token, now):
     if effects.get("reply"):
         reply = effects["reply"]
         raise ApiError(reply["status"], reply["message"])
+
+
+def _own(rt, name):
+    """New ids of a sandbox come from a sequence of its own, seeded by its name (default: the seed)."""
+    if name != DEFAULT:
+        rt.fake.reseed(name)
 
 
 def retire(rt):

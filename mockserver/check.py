@@ -8,6 +8,9 @@ from .scenarios import ScenarioError
 
 
 def problems_of(error):
+    from .persistence import StateFileError
+    if isinstance(error, StateFileError):
+        return [str(error)]
     if isinstance(error, FixtureError):
         return [f"fixtures: {p}" for p in error.problems]
     if isinstance(error, ScenarioError):

@@ -4,7 +4,8 @@ Options may also come from the environment (the container sets them there):
 MOCKSERVER_HOST (or HOST), MOCKSERVER_PORT (or PORT), MOCKSERVER_FIXTURES, MOCKSERVER_SEED,
 MOCKSERVER_RATE_LIMIT, MOCKSERVER_CLOCK, MOCKSERVER_SPEED, MOCKSERVER_SCENARIOS (a folder or
 files separated by ':'), MOCKSERVER_JOURNAL_SIZE, MOCKSERVER_JWT_SECRET, MOCKSERVER_LOG_LEVEL,
-MOCKSERVER_MAX_SANDBOXES, MOCKSERVER_SANDBOX_TTL, MOCKSERVER_CONTROL_TOKEN, MOCKSERVER_REPLICA.
+MOCKSERVER_MAX_SANDBOXES, MOCKSERVER_SANDBOX_TTL, MOCKSERVER_CONTROL_TOKEN, MOCKSERVER_REPLICA,
+MOCKSERVER_STATE_FILE, MOCKSERVER_SAVE_INTERVAL.
 A problem with an option, a fixture or a scenario is reported in one line per problem and
 a non-zero exit, never a traceback.
 """
@@ -87,6 +88,11 @@ def parser():
                              help="seconds an idle sandbox lives, on the wall clock (default 3600)")
             sub.add_argument("--control-token", default=_env("MOCKSERVER_CONTROL_TOKEN"),
                              help="require 'Authorization: Bearer <token>' on every /_mock route but health")
+            sub.add_argument("--state-file", default=_env("MOCKSERVER_STATE_FILE"), metavar="PATH",
+                             help="keep every sandbox and snapshot in this file across restarts")
+            sub.add_argument("--save-interval", type=_positive(float),
+                             default=float(_env("MOCKSERVER_SAVE_INTERVAL", default=5)),
+                             help="seconds between saves of the state file when something changed (default 5)")
             sub.add_argument("--replica-name", default=_env("MOCKSERVER_REPLICA"),
                              help="name of this replica behind a router: in /_mock/health and X-Mock-Replica")
     return top
@@ -101,6 +107,7 @@ def settings_from(args):
         settings.jwt_secret, settings.log_level = args.jwt_secret, args.log_level
         settings.max_sandboxes, settings.sandbox_ttl = args.max_sandboxes, args.sandbox_ttl
         settings.control_token, settings.replica_name = args.control_token or None, args.replica_name or None
+        settings.state_file, settings.save_interval = args.state_file or None, args.save_interval
         rate = args.rate_limit or (parse_rate(os.environ["MOCKSERVER_RATE_LIMIT"])
                                    if os.environ.get("MOCKSERVER_RATE_LIMIT") else None)
         if rate:

@@ -23,24 +23,9 @@ from .errors import ApiError
 from .journal import FILTERS, mismatches, parse_since
 from .sandboxes import DEFAULT, check_name
 from .scenarios import ScenarioError
-from .world import freeze, thaw
+from .world import Snapshot, freeze, thaw
 
 DOCUMENT = Path(__file__).with_name("openapi") / "control.yaml"
-
-
-class Snapshot:
-    """A saved world: the bytes of world.freeze and what the listing shows of it."""
-
-    __slots__ = ("name", "data", "sandbox", "saved_at", "clock_at", "journal", "resources")
-
-    def __init__(self, name, data, sandbox, saved_at, clock_at, journal, resources):
-        self.name, self.data, self.sandbox, self.saved_at = name, data, sandbox, saved_at
-        self.clock_at, self.journal, self.resources = clock_at, journal, resources
-
-    def describe(self):
-        return {"name": self.name, "sandbox": self.sandbox, "saved_at": iso(self.saved_at),
-                "clock_at": iso(self.clock_at), "journal": self.journal, "resources": self.resources,
-                "bytes": len(self.data)}
 
 
 def world(request):

@@ -44,6 +44,13 @@ class Fake:
                 self._faker.random.setstate(self._faker_state)
         return self._faker
 
+    def reseed(self, key):
+        """Another reproducible sequence for a copy of this world (a sandbox named `key`), so that
+        worlds copied from one start do not hand out the same new ids."""
+        self.rng = random.Random(f"{self.seed}:{key}")
+        self._faker = None
+        self._faker_state = random.Random(f"{self.seed}:{key}:faker").getstate()
+
     def __getstate__(self):
         """Saved with the world as the generators' positions (a Faker instance is not worth copying)."""
         state = dict(self.__dict__)

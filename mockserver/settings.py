@@ -35,6 +35,8 @@ class Settings:
     sandbox_ttl: float = 3600.0           # seconds a sandbox may stay idle (wall clock) before it expires
     control_token: str | None = None      # set: every /_mock route but health needs Bearer <token>
     replica_name: str | None = None       # set: replies carry X-Mock-Replica and health names it
+    state_file: str | None = None         # set: sandboxes and snapshots kept there across restarts
+    save_interval: float = 5.0            # seconds between saves of the state file (when something changed)
 
 
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")

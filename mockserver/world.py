@@ -11,6 +11,8 @@ why a sandbox is made by copying a world built once rather than replaying the fi
 import io
 import pickle
 
+from .clock import iso
+
 PROTOCOL = 5
 
 
@@ -45,19 +47,43 @@ class _Thawer(pickle.Unpickler):
             raise pickle.UnpicklingError(f"the saved world refers to {key!r}, which this server does not have") from None
 
 
+def dumps(obj, shared):
+    """Any object graph of worlds (a sandbox, a list of them, snapshots) as bytes."""
+    buffer = io.BytesIO()
+    _Freezer(buffer, shared).dump(obj)
+    return buffer.getvalue()
+
+
+def loads(data, shared):
+    return _Thawer(io.BytesIO(data), shared).load()
+
+
 def freeze(rt, shared, journal=True):
     """The runtime as bytes; without `journal`, its call journal is left out (saved empty)."""
-    buffer = io.BytesIO()
     kept = rt.journal
     if not journal:
         rt.journal = kept.empty_copy()
     try:
-        _Freezer(buffer, shared).dump(rt)
+        return dumps(rt, shared)
     finally:
         rt.journal = kept
-    return buffer.getvalue()
 
 
 def thaw(data, shared):
     """An independent runtime from `freeze`'s bytes."""
-    return _Thawer(io.BytesIO(data), shared).load()
+    return loads(data, shared)
+
+
+class Snapshot:
+    """A saved world: the bytes of world.freeze and what the listing shows of it."""
+
+    __slots__ = ("name", "data", "sandbox", "saved_at", "clock_at", "journal", "resources")
+
+    def __init__(self, name, data, sandbox, saved_at, clock_at, journal, resources):
+        self.name, self.data, self.sandbox, self.saved_at = name, data, sandbox, saved_at
+        self.clock_at, self.journal, self.resources = clock_at, journal, resources
+
+    def describe(self):
+        return {"name": self.name, "sandbox": self.sandbox, "saved_at": iso(self.saved_at),
+                "clock_at": iso(self.clock_at), "journal": self.journal, "resources": self.resources,
+                "bytes": len(self.data)}
