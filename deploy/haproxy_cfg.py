@@ -31,9 +31,10 @@ COMMITTED = {
 # The routing key, set the same way in the front door and in each hop (a variable does not cross the hop).
 KEY_RULES = """\
     http-request set-var(txn.sandbox) str(default)
-    http-request set-var(txn.sandbox) req.hdr(x-mock-sandbox) if { req.hdr(x-mock-sandbox) -m found }
-    http-request set-var(txn.sandbox) path,field(4,/) if { path_reg ^/_mock/sandboxes/[^/]+ }
-    http-request set-var(txn.sandbox) path,field(3,/) if { path_reg ^/sandbox/[^/]+ }"""
+    http-request set-var(txn.sandbox) req.fhdr(x-mock-sandbox) if { req.fhdr(x-mock-sandbox) -m found }
+    http-request set-var(txn.sandbox) path,url_dec,field(3,/) if { path_beg /sandbox/ }
+    http-request set-var(txn.sandbox) path,url_dec,field(4,/) if { path,url_dec -m reg ^/_mock/sandboxes/[^/]+ }
+    http-request set-var(txn.sandbox) path,url_dec,field(6,/) if { path,url_dec -m reg ^/sandbox/[^/]+/_mock/sandboxes/[^/]+ }"""
 
 
 def error_body(message):

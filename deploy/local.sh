@@ -50,7 +50,7 @@ level=warning
 [ "${ACCESS_LOG:-0}" = 1 ] && level=info
 "$PYTHON" "$ROOT/deploy/haproxy_cfg.py" --bind "$BIND_HOST:$PORT" --hop-prefix "mockhop-$PORT" \
   --log-level "$level" "${replicas[@]}" > "$WORK/haproxy.cfg"
-"$HAPROXY" -c -q -f "$WORK/haproxy.cfg"
+if ! check=$("$HAPROXY" -c -f "$WORK/haproxy.cfg" 2>&1); then echo "$check" >&2; exit 1; fi
 "$HAPROXY" -db -f "$WORK/haproxy.cfg" &
 PIDS+=($!)
 echo "local.sh: router on http://$BIND_HOST:$PORT (pid $!, config $WORK/haproxy.cfg)" >&2

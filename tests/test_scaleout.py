@@ -225,6 +225,10 @@ def test_each_replica_lists_its_own_sandboxes_under_its_name(cluster, flows):
         assert listed["replica"] == replica
         names = {entry["name"] for entry in listed["results"]}
         assert names & set(SANDBOXES) == {name for name, where in placement.items() if where == replica}
+    for name, replica in placement.items():       # /_mock/sandboxes/{name} goes where {name} lives
+        reply = httpx.get(f"{cluster.url}/_mock/sandboxes/{name}", timeout=10)
+        assert reply.status_code == 200, reply.text
+        assert (reply.json()["name"], reply.headers["x-mock-replica"]) == (name, replica)
     # the same list from every replica in one call: deploy/fanout.py
     fanned = subprocess.run([sys.executable, str(ROOT / "deploy" / "fanout.py"), cluster.url, "GET", "/_mock/sandboxes"],
                             capture_output=True, text=True, timeout=60)
