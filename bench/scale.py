@@ -54,6 +54,7 @@ def wait_until(check, what, timeout=60):
 
 
 def start_replicas(cpus, port, log):
+    """Replicas mock-0.. on CPU lists `cpus`, listening on port+1, port+2, ..."""
     procs = []
     for n, cpu in enumerate(cpus):
         cmd = ["taskset", "-c", cpu, run.MOCK, "serve", "--port", str(port + 1 + n), "--replica-name", f"mock-{n}",
@@ -61,12 +62,12 @@ def start_replicas(cpus, port, log):
         procs.append(subprocess.Popen(cmd, stdout=log, stderr=log, cwd=run.ROOT))
     for n in range(len(cpus)):
         wait_until(lambda: run.call(port + 1 + n, "GET", "/_mock/health", headers={}, timeout=1)[0] == 200,
-                   f"replica mock-{n}")
+                   f"replica mock-{n} on port {port + 1 + n}")
     return procs
 
 
 def start_router(cpu, replicas, port, log):
-    config = run.RESULTS / "scale-haproxy.cfg.raw"
+    config = run.RESULTS / f"scale-haproxy-{port}.cfg.raw"
     config.write_text(haproxy_cfg.render([(f"mock-{n}", f"127.0.0.1:{port + 1 + n}") for n in range(replicas)],
                                          f"127.0.0.1:{port}", hop_prefix=f"bench-{port}"))
     proc = subprocess.Popen(["taskset", "-c", cpu, "haproxy", "-db", "-f", str(config)], stdout=log, stderr=log)
@@ -87,51 +88,77 @@ def wrk(port, cpus, spec, tag, secs):
     return result
 
 
-def measure(name, args):
-    replica_cpus, router_cpu, wrk_cpus = SETUPS[name]
-    port = args.port
-    with open(run.RESULTS / f"scale-{name}.log.raw", "w") as log:
-        procs = start_replicas(replica_cpus, port, log)
-        router = start_router(router_cpu, len(replica_cpus), port, log) if router_cpu else None
-        target = port if router else port + 1
+class Setup:
+    """The processes of one setup, all started before the first run (idle ones cost nothing), so that the
+    runs of every setup can alternate and the machine's noise spreads over all of them."""
+
+    def __init__(self, name, port, log):
+        self.name, (replica_cpus, router_cpu, self.wrk_cpus) = name, SETUPS[name]
+        self.replicas = start_replicas(replica_cpus, port, log)
+        self.router = start_router(router_cpu, len(replica_cpus), port, log) if router_cpu else None
+        self.target = port if self.router else port + 1
+        self.runs = []
+
+    def processes(self):
+        return self.replicas + ([self.router] if self.router else [])
+
+    def once(self, spec, tag, secs):
+        before = {p.pid: cpu_seconds(p.pid) for p in self.processes()}
+        result = wrk(self.target, self.wrk_cpus, spec, tag, secs)
+        used = {pid: cpu_seconds(pid) - seconds for pid, seconds in before.items()}
+        result["replica_cpu_ms_per_1k"] = sum(used[p.pid] for p in self.replicas) / result["requests"] * 1e6
+        result["router_cpu_ms_per_1k"] = used[self.router.pid] / result["requests"] * 1e6 if self.router else 0.0
+        result["errors"] = run.errors_of(result, 401)
+        return result
+
+    def placement(self, sandboxes):
+        """Sandboxes per replica (X-Mock-Replica of each sandbox's reply)."""
+        spread = {}
+        for n in range(sandboxes):
+            conn = run.http.client.HTTPConnection("127.0.0.1", self.target, timeout=10)
+            conn.request("GET", f"/sandbox/bench-{n}/_mock/health")
+            replica = conn.getresponse().getheader("X-Mock-Replica")
+            conn.close()
+            spread[replica] = spread.get(replica, 0) + 1
+        return spread
+
+    def row(self, sandboxes):
+        runs = self.runs
+        rps = [r["rps"] for r in runs]
+        return {"setup": self.name, "rps": statistics.median(rps), "rps_min": min(rps), "rps_max": max(rps),
+                "p50_ms": statistics.median(r["p50_us"] for r in runs) / 1000,
+                "p99_ms": statistics.median(r["p99_us"] for r in runs) / 1000,
+                "replica_cpu_ms_per_1k": statistics.median(r["replica_cpu_ms_per_1k"] for r in runs),
+                "router_cpu_ms_per_1k": statistics.median(r["router_cpu_ms_per_1k"] for r in runs),
+                "errors": sum(r["errors"] for r in runs), "requests": sum(r["requests"] for r in runs),
+                "sandboxes_per_replica": self.placement(sandboxes) if self.router else {}, "runs": runs}
+
+
+def throughput(args):
+    spec = f"{args.sandboxes}:{run.ORG}:{run.PROJECT}:{run.APP}"
+    setups = []
+    with open(run.RESULTS / "scale.log.raw", "w") as log:
         try:
-            for n in range(args.sandboxes):       # create the sandboxes first: creation is not the load
-                status, _ = run.call(target, "GET", f"/sandbox/bench-{n}/organization/{run.ORG}/project")
-                assert status == 200, status
-            spec = f"{args.sandboxes}:{run.ORG}:{run.PROJECT}:{run.APP}"
-            wrk(target, wrk_cpus, spec, f"{name}_warm", 1)
-            runs = []
-            for rep in range(args.runs):
-                before = {p.pid: cpu_seconds(p.pid) for p in procs + ([router] if router else [])}
-                result = wrk(target, wrk_cpus, spec, f"{name}_{rep}", args.seconds)
-                used = {pid: cpu_seconds(pid) - seconds for pid, seconds in before.items()}
-                result["replica_cpu_ms_per_1k"] = sum(used[p.pid] for p in procs) / result["requests"] * 1e6
-                result["router_cpu_ms_per_1k"] = (used[router.pid] / result["requests"] * 1e6) if router else 0.0
-                result["errors"] = run.errors_of(result, 401)
-                runs.append(result)
-            spread = {}
-            if router:                            # where the sandboxes live (X-Mock-Replica of each)
-                for n in range(args.sandboxes):
-                    conn = run.http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-                    conn.request("GET", f"/sandbox/bench-{n}/_mock/health")
-                    replica = conn.getresponse().getheader("X-Mock-Replica")
-                    conn.close()
-                    spread[replica] = spread.get(replica, 0) + 1
+            for n, name in enumerate(SETUPS):
+                setups.append(Setup(name, args.port + 10 * n, log))
+            for setup in setups:
+                for n in range(args.sandboxes):   # create the sandboxes first: creation is not the load
+                    status, _ = run.call(setup.target, "GET", f"/sandbox/bench-{n}/organization/{run.ORG}/project")
+                    assert status == 200, status
+                setup.once(spec, f"{setup.name}_warm", 1)
+            for rep in range(args.runs):          # round robin over the setups
+                for setup in setups:
+                    setup.runs.append(setup.once(spec, f"{setup.name}_{rep}", args.seconds))
+            rows = [setup.row(args.sandboxes) for setup in setups]
         finally:
-            for proc in procs + ([router] if router else []):
-                run.stop(proc)
-    rps = [r["rps"] for r in runs]
-    row = {"setup": name, "rps": statistics.median(rps), "rps_min": min(rps), "rps_max": max(rps),
-           "p50_ms": statistics.median(r["p50_us"] for r in runs) / 1000,
-           "p99_ms": statistics.median(r["p99_us"] for r in runs) / 1000,
-           "replica_cpu_ms_per_1k": statistics.median(r["replica_cpu_ms_per_1k"] for r in runs),
-           "router_cpu_ms_per_1k": statistics.median(r["router_cpu_ms_per_1k"] for r in runs),
-           "errors": sum(r["errors"] for r in runs), "requests": sum(r["requests"] for r in runs),
-           "sandboxes_per_replica": spread, "runs": runs}
-    print(f"  {name:9} {row['rps']:8.0f} req/s ({row['rps_min']:.0f}-{row['rps_max']:.0f})  replica CPU "
-          f"{row['replica_cpu_ms_per_1k']:.0f} ms/1k req, router CPU {row['router_cpu_ms_per_1k']:.0f} ms/1k req, "
-          f"errors {row['errors']} {spread or ''}", flush=True)
-    return row
+            for setup in setups:
+                for proc in setup.processes():
+                    run.stop(proc)
+    for row in rows:
+        print(f"  {row['setup']:9} {row['rps']:8.0f} req/s ({row['rps_min']:.0f}-{row['rps_max']:.0f})  replica CPU "
+              f"{row['replica_cpu_ms_per_1k']:.0f} ms/1k req, router CPU {row['router_cpu_ms_per_1k']:.0f} ms/1k req, "
+              f"errors {row['errors']} {row['sandboxes_per_replica'] or ''}", flush=True)
+    return rows
 
 
 def memory(args):
@@ -185,7 +212,8 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--sandboxes", type=int, default=20)
-    parser.add_argument("--port", type=int, default=18180, help="router port; replicas on the next ports")
+    parser.add_argument("--port", type=int, default=18180,
+                        help="first port: setup n uses port+10n (router) and the next ports (replicas)")
     parser.add_argument("--no-memory", action="store_true")
     args = parser.parse_args()
     for tool in ("wrk", "haproxy", "taskset"):
@@ -194,7 +222,7 @@ def main():
     run.RESULTS.mkdir(exist_ok=True)
     report = {"date": time.strftime("%Y-%m-%d %H:%M"), "cpus": os.cpu_count(), "runs": args.runs,
               "seconds": args.seconds, "sandboxes": args.sandboxes, "load_before": os.getloadavg()[0]}
-    report["setups"] = [measure(name, args) for name in SETUPS]
+    report["setups"] = throughput(args)
     if not args.no_memory:
         report["memory"] = memory(args)
     report["load_after"] = os.getloadavg()[0]
