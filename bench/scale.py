@@ -162,7 +162,8 @@ def throughput(args):
 
 
 def memory(args):
-    """RSS of one replica: started, after one request in each of 100 sandboxes, after the client flow in each."""
+    """RSS of one replica: started, after one request in each of 100 sandboxes, after the client flow in each,
+    after 10,000 more calls in one sandbox (the journal keeps the last 10,000 calls of each sandbox)."""
     port = args.port + 1
     out = {}
     with open(run.RESULTS / "scale-memory.log.raw", "w") as log:
@@ -181,9 +182,13 @@ def memory(args):
                     "name": "a", "git_repository": {"url": "https://git.example.com/a.git", "branch": "main"}})[1])
                 assert run.call(port, "POST", f"{box}/application/{app['id']}/deploy", {})[0] == 202
             out["100 sandboxes after the client flow"] = run.rss_mib(proc.pid)
+            run.wrk(port, "get", f"/sandbox/mem-0/application/{run.APP}/status", stop_after=10_000, secs=300)
+            out["then 10,000 more calls in one sandbox (its journal full)"] = run.rss_mib(proc.pid)
         finally:
             run.stop(proc)
     out["mib_per_sandbox"] = round((out["100 sandboxes after the client flow"] - out["start"]) / 100, 2)
+    out["kib_per_journaled_call"] = round((out["then 10,000 more calls in one sandbox (its journal full)"]
+                                           - out["100 sandboxes after the client flow"]) * 1024 / 10_000, 1)
     print(f"  memory: {out}", flush=True)
     return out
 

@@ -88,14 +88,15 @@ frontend router
     default_backend ring
 
 backend ring
-    # consistent hashing of the routing key; hops are never checked, so the ring stays as configured
+    # consistent hashing of the routing key; hops are never checked, so the ring stays as configured;
+    # the ring depends on each server's id and weight (100: more points on the ring, a more even spread)
     balance hash var(txn.sandbox)
     hash-type consistent sdbm avalanche
 """)
     for n, (name, _) in enumerate(replicas, start=1):
         out.append(f"    use-server {name} if {{ path_beg /_replicas/{name}/ }} || {{ path /_replicas/{name} }}\n")
     for n, (name, _) in enumerate(replicas, start=1):
-        out.append(f"    server {name} abns@{hop_prefix}-{name} id {n}\n")
+        out.append(f"    server {name} abns@{hop_prefix}-{name} id {n} weight 100\n")
     dns = " resolvers dns init-addr last,libc,none" if resolvers else ""
     for name, address in replicas:
         out.append(f"""
