@@ -3,6 +3,7 @@
 #   docker run --rm -p 8080:8080 idp-mockserver
 # Mount your own fixtures over /srv/mockserver/fixtures, your scenarios over /srv/mockserver/scenarios
 # (and set MOCKSERVER_SCENARIOS=/srv/mockserver/scenarios to activate them).
+# Keep sandboxes and snapshots across restarts: -v mockstate:/srv/mockserver/state
 ARG BASE_IMAGE=python:3.12-slim
 FROM ${BASE_IMAGE}
 
@@ -21,13 +22,15 @@ RUN pip install --no-cache-dir . \
 # Defaults shipped in the image; mount your own over these folders.
 COPY fixtures/ /srv/mockserver/fixtures/
 COPY scenarios/ /srv/mockserver/scenarios/
-# Where a state file may live (--state-file): a volume mounted here is writable by the server's user.
-RUN mkdir -p /var/lib/mockserver && chown 10001:10001 /var/lib/mockserver
+# The state file (every sandbox and snapshot) lives in a volume: mount a named one to keep it across restarts.
+RUN mkdir -p /srv/mockserver/state && chown 10001:10001 /srv/mockserver/state
+VOLUME ["/srv/mockserver/state"]
 
 WORKDIR /srv/mockserver
 ENV HOST=0.0.0.0 \
     PORT=8080 \
-    MOCKSERVER_FIXTURES=/srv/mockserver/fixtures
+    MOCKSERVER_FIXTURES=/srv/mockserver/fixtures \
+    MOCKSERVER_STATE_FILE=/srv/mockserver/state/state.bin
 
 USER 10001:10001
 EXPOSE 8080

@@ -4,7 +4,7 @@
 # Environment: PORT (router, default 8080; replica n listens on PORT+1+n), BIND_HOST (default 127.0.0.1),
 # STATE_DIR (state files, default .state/ in the repository), MOCKSERVER (default .venv/bin/mockserver),
 # HAPROXY (default haproxy), ACCESS_LOG=1 (the router logs every request), MOCKSERVER_* (passed to replicas).
-# Replica n is named mock-n (--replica-name) and keeps its sandboxes in STATE_DIR/mock-n.json
+# Replica n is named mock-n (--replica-name) and keeps its sandboxes in STATE_DIR/mock-n.bin
 # (--state-file). The rendered router configuration goes to a temporary folder, printed at start.
 # Everything started here is stopped on exit, Ctrl-C or SIGTERM; the script stays in the foreground.
 set -euo pipefail
@@ -41,9 +41,9 @@ for ((n = 0; n < N; n++)); do
   port=$((PORT + 1 + n))
   replicas+=("$name=127.0.0.1:$port")
   "$MOCKSERVER" serve --host 127.0.0.1 --port "$port" --replica-name "$name" \
-    --state-file "$STATE_DIR/$name.json" "$@" &
+    --state-file "$STATE_DIR/$name.bin" "$@" &
   PIDS+=($!)
-  echo "local.sh: replica $name on 127.0.0.1:$port (pid $!, state $STATE_DIR/$name.json)" >&2
+  echo "local.sh: replica $name on 127.0.0.1:$port (pid $!, state $STATE_DIR/$name.bin)" >&2
 done
 
 level=warning

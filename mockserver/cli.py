@@ -1,4 +1,4 @@
-"""Command line: `mockserver serve` and `mockserver check`.
+"""Command line: `mockserver serve`, `mockserver check` and `mockserver export`.
 
 Options may also come from the environment (the container sets them there):
 MOCKSERVER_HOST (or HOST), MOCKSERVER_PORT (or PORT), MOCKSERVER_FIXTURES, MOCKSERVER_SEED,
@@ -95,7 +95,48 @@ def parser():
                              help="seconds between saves of the state file when something changed (default 5)")
             sub.add_argument("--replica-name", default=_env("MOCKSERVER_REPLICA"),
                              help="name of this replica behind a router: in /_mock/health and X-Mock-Replica")
+    sub = commands.add_parser("export", help="write a running mock's state as a fixtures file")
+    sub.add_argument("--url", default=_env("MOCKSERVER_URL"), required=not _env("MOCKSERVER_URL"),
+                     help="base URL of the running mock (default: MOCKSERVER_URL)")
+    sub.add_argument("--sandbox", help="export this sandbox instead of the default one")
+    sub.add_argument("--include-secrets", action="store_true",
+                     help="write secret values in clear instead of placeholders (never commit the result)")
+    sub.add_argument("--control-token", default=_env("MOCKSERVER_CONTROL_TOKEN"),
+                     help="token of the control API, when the mock requires one")
+    sub.add_argument("-o", "--output", type=Path, help="file to write (default: standard output)")
     return top
+
+
+def export(args):
+    """GET /_mock/state/export of a running mock, to a file or standard output; exit 2 on any failure."""
+    import httpx
+    url = f"{args.url.rstrip('/')}/_mock/state/export"
+    headers = {"X-Mock-Sandbox": args.sandbox} if args.sandbox else {}
+    if args.control_token:
+        headers["Authorization"] = f"Bearer {args.control_token}"
+    params = {"secrets": "include"} if args.include_secrets else {}
+    try:
+        reply = httpx.get(url, params=params, headers=headers, timeout=30)
+    except httpx.HTTPError as error:
+        print(f"mockserver export: cannot reach {url}: {error or type(error).__name__}", file=sys.stderr)
+        return 2
+    if reply.status_code != 200:
+        try:
+            message = reply.json().get("message", "")
+        except ValueError:
+            message = reply.text.strip().splitlines()[0] if reply.text.strip() else ""
+        print(f"mockserver export: {url} answered {reply.status_code} {message}".rstrip(), file=sys.stderr)
+        return 2
+    if args.output is None:
+        sys.stdout.write(reply.text)
+        return 0
+    try:
+        args.output.write_text(reply.text)
+    except OSError as error:
+        print(f"mockserver export: cannot write {args.output}: {error.strerror or error}", file=sys.stderr)
+        return 2
+    print(f"mockserver export: wrote {args.output}", file=sys.stderr)
+    return 0
 
 
 def settings_from(args):
@@ -118,6 +159,8 @@ def settings_from(args):
 def main(argv=None):
     try:
         args = parser().parse_args(argv)
+        if args.command == "export":
+            return export(args)
         settings = settings_from(args)
     except ValueError as error:
         print(f"mockserver: {error}", file=sys.stderr)

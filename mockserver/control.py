@@ -20,6 +20,7 @@ from . import __version__
 from .auth import GRANTS, Token, mint_jwt
 from .clock import iso
 from .errors import ApiError
+from .export import export_fixtures
 from .journal import FILTERS, mismatches, parse_since
 from .sandboxes import DEFAULT, check_name
 from .scenarios import ScenarioError
@@ -71,6 +72,18 @@ def build_control(server):
         return reply({"sandbox": request.scope["mock.sandbox"].name,
                       "counts": rt.store.count(), "tokens": sorted(t.name for t in rt.tokens.values()),
                       "active_deployments": len(rt.lifecycle.active), "journal_entries": len(rt.journal.entries)})
+
+    async def export(request):
+        rt = world(request)
+        params = dict(request.query_params)
+        unknown = set(params) - {"secrets"}
+        if unknown:
+            raise ApiError(400, f"unknown query parameter(s) {', '.join(sorted(unknown))}; use secrets")
+        if params.get("secrets", "placeholders") not in ("placeholders", "include"):
+            raise ApiError(400, f"query.secrets: {params['secrets']!r} is not one of placeholders, include")
+        rt.pump()
+        text = export_fixtures(rt, server.spec, include_secrets=params.get("secrets") == "include")
+        return Response(text.encode(), media_type="application/yaml")
 
     # ------------------------------------------------------------ clock
     async def clock(request):
@@ -302,6 +315,7 @@ def build_control(server):
         Route("/_mock/health", health, methods=["GET"]),
         Route("/_mock/reset", reset, methods=["POST"]),
         Route("/_mock/state", state, methods=["GET"]),
+        Route("/_mock/state/export", export, methods=["GET"]),
         Route("/_mock/clock", clock, methods=["GET"]),
         Route("/_mock/clock/advance", advance, methods=["POST"]),
         Route("/_mock/calls", calls, methods=["GET"]),

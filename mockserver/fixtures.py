@@ -24,7 +24,8 @@ ORG_KEYS = {"container_registries": ("ContainerRegistryRequest", "createContaine
             "credentials": ("CredentialsRequest", "createAwsCredentials"),
             "labels_groups": ("LabelsGroupRequest", "createLabelsGroup"),
             "webhooks": ("WebhookRequest", "createWebhook")}
-NESTED = {"id", "deployed", "variables", "secrets", "backups", "custom_domains", "environments", "deployment_rule"}
+NESTED = {"id", "deployed", "variables", "secrets", "backups", "custom_domains", "environments", "deployment_rule",
+          "override_of", "alias_of"}
 CLUSTER_FIELDS = {"id", "name", "description", "region", "cloud_provider", "version", "is_default", "production",
                   "status"}
 
@@ -115,8 +116,15 @@ def _check_org(org, spec):
 
 
 def _check_variables(spec, owner, where):
-    return [p for key in ("variables", "secrets") for item in owner.get(key, [])
-            for p in _check(spec, "VariableRequest", item, f"{where}.{key}")]
+    out = []
+    for key in ("variables", "secrets"):
+        for item in owner.get(key, []):
+            if isinstance(item, dict) and "alias_of" in item:      # an alias takes its value from its target
+                item = {"value": "", **item}
+            if isinstance(item, dict) and "override_of" in item and "alias_of" in item:
+                out.append(f"{where}.{key}: {item.get('key')}: override_of and alias_of exclude each other")
+            out += _check(spec, "VariableRequest", item, f"{where}.{key}")
+    return out
 
 
 def _check_token(token):

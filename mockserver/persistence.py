@@ -1,9 +1,10 @@
 """The state file: every sandbox and snapshot of a server, kept across restarts.
 
-Layout: a magic line, a format version, the SHA-256 and length of the payload, then the
-payload (world.dumps of the sandboxes and snapshots). A file that is not ours, of another
-version, truncated or corrupt is refused whole with the problem named, and never written
-over: `StateFileError`, which stops the start.
+Layout: a magic line, the format version and the version of mockserver that wrote it, the
+SHA-256 and length of the payload, then the payload (world.dumps of the sandboxes and
+snapshots: Python objects of this version of the code, so another version does not read
+them). A file that is not ours, of another version, truncated or corrupt is refused whole
+with the problem named, and never written over: `StateFileError`, which stops the start.
 
 Saving is atomic (a temporary file in the same folder, fsync, rename, fsync of the folder).
 The periodic save runs in a forked child that pickles the copy-on-write image of the
@@ -16,11 +17,12 @@ import os
 import struct
 import time
 
+from . import __version__
 from .world import dumps, loads
 
 MAGIC = b"IDP-MOCKSERVER-STATE\n"
 VERSION = 1
-HEADER = struct.Struct(">I32sQ")            # version, sha256 of the payload, payload length
+HEADER = struct.Struct(">I16s32sQ")        # format version, mockserver version, sha256 of the payload, length
 
 
 class StateFileError(Exception):
@@ -32,7 +34,7 @@ class StateFileError(Exception):
 def encode(server):
     payload = dumps({"sandboxes": list(server.sandboxes), "snapshots": list(server.snapshots.values())},
                     server.shared)
-    return MAGIC + HEADER.pack(VERSION, hashlib.sha256(payload).digest(), len(payload)) + payload
+    return MAGIC + HEADER.pack(VERSION, __version__.encode(), hashlib.sha256(payload).digest(), len(payload)) + payload
 
 
 def decode(data, path, shared):
@@ -41,9 +43,12 @@ def decode(data, path, shared):
     head = data[len(MAGIC):len(MAGIC) + HEADER.size]
     if len(head) < HEADER.size:
         raise StateFileError(path, "truncated: the header is incomplete")
-    version, digest, length = HEADER.unpack(head)
+    version, writer, digest, length = HEADER.unpack(head)
     if version != VERSION:
         raise StateFileError(path, f"format version {version}, but this mockserver reads version {VERSION}")
+    writer = writer.rstrip(b"\0").decode("ascii", "replace")
+    if writer != __version__:
+        raise StateFileError(path, f"written by mockserver {writer}, but this is mockserver {__version__}")
     payload = data[len(MAGIC) + HEADER.size:]
     if len(payload) != length:
         raise StateFileError(path, f"truncated: {len(payload)} of {length} payload bytes")

@@ -91,6 +91,6 @@ def test_compose_profile_runs_the_router_in_front_of_named_replicas_with_state_f
     config = (DEPLOY / "compose-haproxy.cfg").read_text()
     for name in ("mock-0", "mock-1"):
         assert services[name]["environment"]["MOCKSERVER_REPLICA"] == name
-        assert services[name]["environment"]["MOCKSERVER_STATE_FILE"].startswith("/var/lib/mockserver/")
+        assert services[name]["environment"]["MOCKSERVER_STATE_FILE"].startswith("/srv/mockserver/state/")
         assert f"server {name} {name}:8080 check" in config
     assert "./deploy/compose-haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro" in services["mock-router"]["volumes"]

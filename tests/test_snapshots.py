@@ -197,6 +197,7 @@ def test_sigterm_saves_the_last_calls(tmp_path):
     (lambda data: data[: len(data) // 2], "truncated"),
     (lambda data: data[:-10] + b"0123456789", "corrupt"),
     (lambda data: data[:21] + (99).to_bytes(4, "big") + data[25:], "format version 99"),
+    (lambda data: data[:25] + b"0.0.1".ljust(16, b"\0") + data[41:], "written by mockserver 0.0.1"),
     (lambda data: b"not a state file at all", "not a mockserver state file"),
 ])
 def test_a_damaged_state_file_stops_the_start_and_is_left_untouched(tmp_path, damage, problem):

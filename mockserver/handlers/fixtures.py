@@ -1,17 +1,20 @@
 """Create the fixtures' records through the handlers, as API calls would."""
 
 from ..auth import Token
+from ..errors import ApiError
 from ..fixtures import NESTED
 from ..runtime import Context
 from ..store import Entry
 from . import HANDLERS
 from .deployments import add_backups
 from .services import commits_of
+from .variables import SECRETS, VARIABLES, visible
 
 SERVICES = {"applications": "Application", "containers": "Container", "databases": "Database", "jobs": "Job",
             "helms": "Helm", "terraforms": "Terraform"}
 LEVEL_PARAMS = {"Project": "projectId", "Environment": "environmentId", "Application": "app_id",
                 "Container": "containerId", "Job": "jobId", "Helm": "helmId", "Terraform": "terraformId"}
+LEVEL_SCOPES = {"Project": "PROJECT", "Environment": "ENVIRONMENT"}     # a service's scope is its type
 ORG_RECORDS = (("container_registries", "createContainerRegistry"), ("credentials", "createAwsCredentials"),
                ("labels_groups", "createLabelsGroup"))
 
@@ -22,6 +25,7 @@ class Loader:
         self.started = rt.clock.now()
         self.now = self.started - 7 * 86400     # fixtures were created a week before start-up
         self.deployed = []
+        self.derived = []                       # overrides and aliases, created after everything else
 
     def call(self, org, operation, params, body):
         ident = body.get("id")
@@ -51,9 +55,11 @@ class Loader:
                     self.call(oid, operation, {"organizationId": oid}, item)
             for project in org.get("projects", []):
                 self.project(oid, project)
-            for item in org.get("webhooks", []):
-                self.call(oid, "createWebhook", {"org_id": oid}, item)
+        self.finish_derived()
         self.finish_deployments()
+        for org in organizations:                # after the deployments: their past events are not delivered
+            for item in org.get("webhooks", []):
+                self.call(org["id"], "createWebhook", {"org_id": org["id"]}, item)
 
     def project(self, org, project):
         data = self.call(org, "createProject", {"org_id": org}, project)
@@ -82,7 +88,36 @@ class Loader:
     def variables(self, org, level, owner_id, owner):
         for key, word in (("variables", "Variable"), ("secrets", "Secret")):
             for item in owner.get(key, []):
-                self.call(org, f"create{level}{word}", {LEVEL_PARAMS[level]: owner_id}, item)
+                if "override_of" in item or "alias_of" in item:
+                    self.derived.append((org, key, word, LEVEL_SCOPES.get(level, level.upper()), owner_id, item))
+                else:
+                    self.call(org, f"create{level}{word}", {LEVEL_PARAMS[level]: owner_id}, item)
+
+    def finish_derived(self):
+        """Overrides and aliases, once everything they may point to exists (built-ins included)."""
+        for org, table, word, scope, owner_id, item in self.derived:
+            kind = "override" if "override_of" in item else "alias"
+            target = self.target(table, org, owner_id, item[f"{kind}_of"])
+            if kind == "override":
+                body = {"value": item["value"], "override_scope": scope, "override_parent_id": owner_id}
+            else:
+                body = {"key": item["key"], "alias_scope": scope, "alias_parent_id": owner_id}
+            body.update({k: item[k] for k in ("id", "description", "enable_interpolation_in_file") if k in item})
+            self.call(org, f"create{word}{kind.title()}", {f"{word.lower()}Id": target}, body)
+
+    def target(self, table, org, owner_id, reference):
+        """`override_of` / `alias_of`: a record's id, or the key of a built-in the owner sees."""
+        rows = self.rt.store.tables[table]
+        if rows.find(reference, org) is not None:
+            return reference
+        owner = self.rt.store.services.find(owner_id) or self.rt.store.environments.find(owner_id) or \
+            self.rt.store.projects.find(owner_id)
+        family = VARIABLES if table == "variables" else SECRETS
+        for entry in visible(self.rt, family, owner):
+            if entry.data["key"] == reference and entry.data["variable_type"] == "BUILT_IN":
+                return entry.id
+        raise ApiError(400, f"{table} of {owner_id}: nothing to point to: {reference!r} is neither the id of a "
+                            f"record nor the key of a built-in {family.reference}")
 
     def finish_deployments(self):
         """Services marked `deployed` start DEPLOYED: their first deploy ran an hour before start-up."""
