@@ -66,16 +66,16 @@ def until(predicate, timeout, what):
 
 
 class Cluster:
-    """deploy/local.sh 2 -- --clock manual, with the pids and ports it prints."""
+    """deploy/local.sh 2 -- --clock manual [SERVE_OPTIONS], with the pids and ports it prints."""
 
-    def __init__(self, tmp):
+    def __init__(self, tmp, *serve_options):
         self.port = free_ports(3)
         self.url = f"http://127.0.0.1:{self.port}"
         self.state_dir = tmp / "state"
         self.log = open(tmp / "local.log", "w+")
         env = {**os.environ, "PORT": str(self.port), "STATE_DIR": str(self.state_dir), "MOCKSERVER": str(MOCKSERVER),
                "HAPROXY": HAPROXY, "PYTHONUNBUFFERED": "1"}
-        self.process = subprocess.Popen([str(ROOT / "deploy" / "local.sh"), "2", "--", "--clock", "manual"],
+        self.process = subprocess.Popen([str(ROOT / "deploy" / "local.sh"), "2", "--", "--clock", "manual", *serve_options],
                                         cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
                                         start_new_session=True)
         self.restarted = []
@@ -258,6 +258,13 @@ def test_a_stopped_replica_answers_the_router_error_and_comes_back_from_its_stat
         sandbox.call("POST", f"/project/{sandbox.project}/environmentVariable",
                      201, {"key": "AFTER_STOP", "value": "1"})
     until(lambda: [r["up"] for r in cluster.router_replicas()] == [False, True], 10, "the router to see mock-0 down")
+    direct = httpx.get(f"{cluster.url}/_replicas/mock-0/_mock/health", timeout=10)
+    assert (direct.status_code, direct.json()["message"]) == (503, "replica mock-0 is down")
+    fanned = subprocess.run([sys.executable, str(ROOT / "deploy" / "fanout.py"), cluster.url, "GET", "/_mock/health"],
+                            capture_output=True, text=True, timeout=60)
+    assert fanned.returncode == 1
+    assert [(r["replica"], r["up"], r["status"]) for r in json.loads(fanned.stdout)["results"]] == [
+        ("mock-0", False, 503), ("mock-1", True, 200)]
 
     cluster.restart_replica("mock-0")
     until(lambda: all(r["up"] for r in cluster.router_replicas()), 60, "the router to see mock-0 up again")
@@ -283,8 +290,33 @@ def test_the_rendered_router_configuration_is_valid_for_haproxy(tmp_path):
     assert bad.returncode != 0 and "expected NAME=HOST:PORT" in bad.stderr
 
 
+def test_requests_without_a_sandbox_go_where_default_lives(cluster):
+    default = httpx.get(f"{cluster.url}/sandbox/default/_mock/health", timeout=10).headers["x-mock-replica"]
+    for path in ("/_mock/health", "/_mock/clock", "/openapi.json"):
+        assert httpx.get(f"{cluster.url}{path}", timeout=10).headers["x-mock-replica"] == default, path
+
+
 def test_router_only_routes_answer_without_replicas_in_json(cluster):
     listing = cluster.router_replicas()
     assert [r["name"] for r in listing] == ["mock-0", "mock-1"]
     assert [r["path"] for r in listing] == ["/_replicas/mock-0", "/_replicas/mock-1"]
     assert json.loads(httpx.get(f"{cluster.url}/_replicas/mock-1/_mock/health", timeout=5).text)["status"] == "ok"
+
+
+def test_with_a_control_token_the_router_passes_it_and_fanout_sends_it(tmp_path):
+    cluster = Cluster(tmp_path, "--control-token", "s3cret-token")
+    try:
+        bearer = {"Authorization": "Bearer s3cret-token"}
+        assert httpx.get(f"{cluster.url}/_replicas/mock-1/_mock/sandboxes", timeout=10).status_code == 401
+        assert httpx.get(f"{cluster.url}/_replicas/mock-1/_mock/sandboxes", headers=bearer, timeout=10).status_code == 200
+        assert httpx.get(f"{cluster.url}/sandbox/team-x/_mock/clock", timeout=10).status_code == 401
+        assert httpx.get(f"{cluster.url}/sandbox/team-x/_mock/clock", headers=bearer, timeout=10).status_code == 200
+        fanout = [sys.executable, str(ROOT / "deploy" / "fanout.py"), cluster.url, "GET", "/_mock/sandboxes"]
+        refused = subprocess.run(fanout, capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 1
+        assert [r["status"] for r in json.loads(refused.stdout)["results"]] == [401, 401]
+        allowed = subprocess.run([*fanout, "--token", "s3cret-token"], capture_output=True, text=True, timeout=60)
+        assert allowed.returncode == 0, allowed.stdout
+        assert "s3cret-token" not in allowed.stdout
+    finally:
+        cluster.stop()
