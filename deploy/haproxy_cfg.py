@@ -2,7 +2,8 @@
 """Render the HAProxy configuration of the sandbox router (standard library only).
 
     python deploy/haproxy_cfg.py --bind 127.0.0.1:8080 mock-0=127.0.0.1:18081 mock-1=127.0.0.1:18082
-    python deploy/haproxy_cfg.py --check deploy/k8s/haproxy.cfg   # the committed file is up to date
+    python deploy/haproxy_cfg.py --check    # the committed renderings (k8s, compose) are up to date
+    python deploy/haproxy_cfg.py --write    # rewrite them
 
 Placement: every request gets a routing key, the sandbox name from the `/sandbox/{name}` prefix, the
 `X-Mock-Sandbox` header or the `/_mock/sandboxes/{name}` control path, else `default`. Backend `ring`
@@ -32,7 +33,7 @@ COMMITTED = {
 KEY_RULES = """\
     http-request set-var(txn.sandbox) str(default)
     http-request set-var(txn.sandbox) req.fhdr(x-mock-sandbox) if { req.fhdr(x-mock-sandbox) -m found }
-    http-request set-var(txn.sandbox) path,url_dec,field(3,/) if { path_beg /sandbox/ }
+    http-request set-var(txn.sandbox) path,url_dec,field(3,/) if { path,url_dec -m beg /sandbox/ }
     http-request set-var(txn.sandbox) path,url_dec,field(4,/) if { path,url_dec -m reg ^/_mock/sandboxes/[^/]+ }
     http-request set-var(txn.sandbox) path,url_dec,field(6,/) if { path,url_dec -m reg ^/sandbox/[^/]+/_mock/sandboxes/[^/]+ }"""
 
