@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test contract container-smoke bench clean
+.PHONY: serve test contract container-smoke bench scale clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,7 @@ serve: $(STAMP)
 
 test: $(STAMP)
 	.ci/browser-deps $(BIN)/pip
+	.ci/scale-deps $(BIN)/pip
 	$(BIN)/pytest -q tests
 
 contract: $(STAMP)
@@ -28,6 +29,11 @@ container-smoke:
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py $(ARGS)
+
+# The sandbox router and N replicas on this machine (Ctrl-C stops them all): make scale N=2 [PORT=8080] [ARGS=...]
+N ?= 2
+scale: $(STAMP)
+	deploy/local.sh $(N) -- $(ARGS)
 
 clean:
 	rm -rf $(VENV) reports build *.egg-info

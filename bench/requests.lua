@@ -5,6 +5,8 @@
 --       create_var     POST to PATH of a variable with key K_<TAG>_<n>, unique per call
 --       create_project POST to PATH of a project named p_<TAG>_<n>
 --       spread_var     POST of a variable to each project of the file PATH (one id a line) in turn
+--       mixed          PATH is "K:ORG:PROJECT:APP": requests a, b, c, d of bench/run.py in turn, each in
+--                      one of K sandboxes (/sandbox/bench-0 .. bench-<K-1>) in turn (bench/scale.py)
 -- STOP_AFTER > 0: send exactly that many requests (a create_* kind then sends cheap GETs); once
 -- as many replies arrived (plus a margin for the creates), print "STOP" and stop sending;
 -- bench/run.py then interrupts wrk, which would otherwise wait out -d.
@@ -25,7 +27,24 @@ function init(args)
   if kind == "spread_var" then
     ids = {}
     for line in io.lines(path) do ids[#ids + 1] = line end
+  elseif kind == "mixed" then
+    local k, o, p, a = path:match("^(%d+):([^:]+):([^:]+):([^:]+)$")
+    boxes, org, project, app = tonumber(k), o, p, a
   end
+end
+
+local function mixed()
+  local box = "/sandbox/bench-" .. (math.floor(sent / 4) % boxes)
+  local step = sent % 4
+  if step == 0 then
+    return wrk.format("GET", box .. "/application/" .. app .. "/status", auth)
+  elseif step == 1 then
+    return wrk.format("GET", box .. "/organization/" .. org .. "/project", auth)
+  elseif step == 2 then
+    return wrk.format("POST", box .. "/project/" .. project .. "/environmentVariable", post,
+      string.format('{"key":"K_%s_%d","value":"v"}', tag, sent))
+  end
+  return wrk.format("GET", box .. "/organization", {})
 end
 
 local function variable()
@@ -42,6 +61,8 @@ function request()
     return wrk.format("POST", path, post, variable())
   elseif kind == "create_project" then
     return wrk.format("POST", path, post, string.format('{"name":"p_%s_%d"}', tag, sent))
+  elseif kind == "mixed" then
+    return mixed()
   elseif kind == "spread_var" then
     return wrk.format("POST", "/project/" .. ids[sent % #ids + 1] .. "/environmentVariable", post, variable())
   end
