@@ -230,7 +230,7 @@ class MockServer:
             rt.journal.record(call_id, clock.now(), method, path, operation, query, headers, body, 0,
                               b"", time.perf_counter() - started, rule, request_id, token and token.name)
             if self.access_log:
-                self._log(scope, sandbox, 0, started, operation, token, rule, request_id, token and token.name)
+                self._log(scope, sandbox, 0, started, operation, token, rule, request_id)
             _close_connection(receive)
             return
         except Exception as error:              # a bug: still the spec's error body, and the log says where
@@ -244,7 +244,7 @@ class MockServer:
         rt.journal.record(call_id, clock.now(), method, path, operation, query, headers, body, status,
                           payload, time.perf_counter() - started, rule, request_id, token and token.name)
         if self.access_log:
-            self._log(scope, sandbox, status, started, operation, token, rule, request_id, token and token.name)
+            self._log(scope, sandbox, status, started, operation, token, rule, request_id)
 
     def _log(self, scope, sandbox, status, started, operation, token, rule, request_id):
         """One access-log line (accesslog.py)."""
