@@ -12,7 +12,7 @@ are then applied to the copy. The result is frozen again as the world a reset go
 """
 
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timezone
 
 import jsonschema
 
@@ -97,13 +97,24 @@ def _built(server, options):
         raise ApiError(400, f"body.fixtures: {error.message}") from None
 
 
+EARLIEST, LATEST = 0.0, 253402300799.0        # 1970-01-01 .. 9999-12-31T23:59:59Z: times the API can render
+
+
 def _start(value):
+    """Unix seconds of a start time: Unix seconds, or ISO 8601 (UTC when it names no zone)."""
     if isinstance(value, (int, float)):
-        return float(value)
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        raise ApiError(400, f"body.start: {value[:60]!r} is neither an ISO 8601 time nor Unix seconds") from None
+        moment = float(value)
+    else:
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise ApiError(400, f"body.start: {value[:60]!r} is neither an ISO 8601 time nor Unix seconds") from None
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=timezone.utc)
+        moment = parsed.timestamp()
+    if not EARLIEST <= moment <= LATEST:
+        raise ApiError(400, f"body.start: {value!r} is outside 1970-01-01 .. 9999-12-31 (UTC)")
+    return moment
 
 
 def _activate(server, rt, item, index):
