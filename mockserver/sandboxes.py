@@ -111,7 +111,12 @@ class Sandboxes:
         return box
 
     def delete(self, name):
-        return self.live.pop(name, None)
+        """Forget a sandbox. `default` always exists: deleting it puts a fresh one in its place
+        (at once, so that it never has to wait for a free place under the limit)."""
+        box = self.live.pop(name, None)
+        if name == DEFAULT and box is not None:
+            self.live[DEFAULT] = self.make(DEFAULT, {})
+        return box
 
     def sweep(self, force=False):
         """Forget sandboxes idle for longer than the ttl (checked at most once a second)."""
