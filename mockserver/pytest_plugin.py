@@ -85,6 +85,10 @@ class MockServerClient:
             document = json.dumps({"name": name, **document})
         return self._control("PUT", f"/scenarios/{name}", content=document.encode())
 
+    def scenarios(self):
+        """The scenarios active in this sandbox, as the control API describes them."""
+        return self._control("GET", "/scenarios")["results"]
+
     def remove_scenario(self, name):
         self._control("DELETE", f"/scenarios/{name}")
 

@@ -2,7 +2,8 @@
 
 Installing the package registers the plugin (entry point `pytest11`); it brings one
 fixture, `mockserver`: a mock started once per session (in-process, manual clock),
-reset to its fixtures and stripped of scenarios before every test. No conftest is
+seen by each test through a sandbox of its own, made fresh from the fixtures before the
+test and deleted after it (so the suite may run in parallel: `pytest -n 2`). No conftest is
 needed and nothing of the mock's internals is imported: the client under test talks
 HTTP to `mockserver.url`, and the test drives the mock through the fixture:
 
@@ -11,9 +12,12 @@ HTTP to `mockserver.url`, and the test drives the mock through the fixture:
     mockserver.scenario(name, yaml_text)        script failures
     mockserver.assert_called(operation=..., times=1), mockserver.assert_not_called(...)
     mockserver.calls(**filters), mockserver.deliveries(), mockserver.mint_token(scopes)
+    mockserver.scenarios()                      the active scenarios
 
-Run alone with `pytest tests/client_example`, or against a mock that is already
-running with `--mockserver-url http://host:port`.
+Run alone with `pytest tests/client_example` (add `-n 2` for two pytest-xdist workers), or
+against a mock that is already running with `--mockserver-url http://host:port` (with
+`--mockserver-control-token` when it has one, and `--mockserver-sandbox-prefix $CI_JOB_ID`
+when several jobs share it).
 """
 
 import httpx
@@ -147,6 +151,6 @@ def test_failed_not_called_assertion_lists_the_offending_call(mockserver, platfo
 def test_each_test_starts_from_a_clean_mock(mockserver, platform):
     """Last in the module: the tests above made calls and activated scenarios; none is left."""
     assert mockserver.calls() == []
-    assert httpx.get(f"{mockserver.url}/_mock/scenarios").json()["results"] == []
+    assert mockserver.scenarios() == []
     assert platform.find_application("web")["name"] == "web"
     assert len(mockserver.calls()) > 0
