@@ -178,7 +178,8 @@ def drive(me, receiver, seconds, extra_projects, barrier, shared):
     assert {d["target_url"] for d in deliveries} == {f"{receiver.url}/{tag}"}
     assert {d["payload"]["deployment_request_id"] for d in deliveries} == {deploy["id"]}
     got = receiver.wait_for(f"/{tag}", 2)
-    assert [body["event_type"] for body in got] == ["DEPLOYMENT_STARTED", "DEPLOYMENT_SUCCEEDED"]
+    assert sorted(body["event_type"] for body in got) == ["DEPLOYMENT_STARTED", "DEPLOYMENT_SUCCEEDED"]
+    assert [d["event_type"] for d in deliveries] == ["DEPLOYMENT_STARTED", "DEPLOYMENT_SUCCEEDED"]
     assert {body["payload"]["deployment_request_id"] for body in got} == {deploy["id"]}
     assert [s["name"] for s in me.ctl("GET", "/scenarios")["results"]] == [f"down-{tag}"]
     listed = me.listing()
