@@ -41,6 +41,9 @@ class Clock:
         return {"mode": self.mode, "now": iso(now), "epoch": now, "offset_seconds": self._offset}
 
 
+LATEST = 253402300799.0                        # 9999-12-31T23:59:59Z: the last time `iso` can render
+
+
 _last = [None, ""]                             # one request stamps several records with the same time
 
 

@@ -18,7 +18,7 @@ from starlette.routing import Route
 
 from . import __version__
 from .auth import GRANTS, Token, mint_jwt
-from .clock import iso
+from .clock import LATEST, iso
 from .errors import ApiError
 from .export import export_fixtures
 from .inspector import Inspector
@@ -96,6 +96,8 @@ def build_control(server):
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
             raise ApiError(400, "body.seconds: a number of seconds >= 0 is required")
         rt = world(request)
+        if rt.clock.now() + seconds > LATEST:
+            raise ApiError(400, "body.seconds: the clock cannot move past 9999-12-31T23:59:59Z")
         rt.clock.advance(seconds)
         rt.pump()
         return reply(rt.clock.describe())
