@@ -42,7 +42,8 @@ _CHECK = jsonschema.Draft7Validator(SCHEMA)
 def check(options):
     if not isinstance(options, dict):
         raise ApiError(400, "body: sandbox options must be a JSON object")
-    problems = [f"body{''.join(f'.{p}' for p in e.absolute_path)}: {e.message}" for e in _CHECK.iter_errors(options)]
+    problems = [f"body{''.join(f'.{p}' for p in e.absolute_path)}: {_short(e.message)}"
+                for e in _CHECK.iter_errors(options)]
     if "snapshot" in options and ({"fixtures", "seed", "start"} & set(options)):
         problems.append("body.snapshot: a snapshot already holds its fixtures, seed and time; "
                         "do not combine it with fixtures, seed or start")
@@ -51,16 +52,24 @@ def check(options):
     return options
 
 
+def _short(message, limit=200):
+    """A schema message, which may quote a whole long value, cut to a readable length."""
+    return message if len(message) <= limit else f"{message[:limit - 60]} ... {message[-50:]}"
+
+
 def world_for(server, options):
     """(runtime, frozen origin, source description) of a new sandbox."""
     check(options)
     if not options:
         return thaw(server.origin, server.shared), server.origin, "fixtures"
-    if "snapshot" in options:
+    if options.get("snapshot") == "fixtures":     # the built-in snapshot: the start world
+        rt, source = thaw(server.origin, server.shared), "fixtures"
+    elif "snapshot" in options:
         snapshot = server.snapshots.get(options["snapshot"])
         if snapshot is None:
             raise ApiError(404, f"snapshot {options['snapshot']} not found")
         rt, source = thaw(snapshot.data, server.shared), f"snapshot {options['snapshot']}"
+        rt.clock.resume_at(snapshot.clock_at)     # it goes on from the moment it was saved, as a restore does
     elif {"fixtures", "seed", "start"} & set(options):
         rt, source = _built(server, options), "options"
     else:
@@ -97,7 +106,7 @@ def _built(server, options):
         raise ApiError(400, f"body.fixtures: {error.message}") from None
 
 
-EARLIEST, LATEST = 0.0, 253402300799.0        # 1970-01-01 .. 9999-12-31T23:59:59Z: times the API can render
+EARLIEST, LATEST = 0.0, 253370764800.0        # 1970-01-01 .. 9999-01-01: times the API can render, with room
 
 
 def _start(value):
@@ -113,7 +122,7 @@ def _start(value):
             parsed = parsed.replace(tzinfo=timezone.utc)
         moment = parsed.timestamp()
     if not EARLIEST <= moment <= LATEST:
-        raise ApiError(400, f"body.start: {value!r} is outside 1970-01-01 .. 9999-12-31 (UTC)")
+        raise ApiError(400, f"body.start: {value!r} is outside 1970-01-01 .. 9999-01-01 (UTC)")
     return moment
 
 
