@@ -613,6 +613,7 @@ def test_option_snapshot(mock):
     ({"start": 1e20}, "body.start"),
     ({"start": -1e15}, "body.start"),
     ({"start": "99999-01-01T00:00:00Z"}, "body.start"),
+    ({"start": "9999-12-31T23:59:00Z"}, "body.start"),
     ({"start": True}, "body.start"),
     ({"seed": -1}, "body.seed"),
     ({"seed": "seven"}, "body.seed"),
@@ -630,6 +631,31 @@ def test_bad_options_are_400_naming_the_field(mock, options, field):
     message = assert_error(mock.put("/_mock/sandboxes/opts", json=options), 400)["message"]
     assert field in message
     assert "opts" not in sandbox_list(mock)
+
+
+def test_a_long_bad_option_gets_a_short_message(mock):
+    message = assert_error(mock.put("/_mock/sandboxes/opts", json={"scenarios": ["flaky"] * 500}), 400)["message"]
+    assert "body.scenarios" in message and "too long" in message and len(message) < 300
+
+
+def test_option_snapshot_fixtures_is_the_start_world(mock):
+    mock.post(PROJECTS, json={"name": "in-default"})
+    box = put(mock, "pristine", {"snapshot": "fixtures", "clock": "manual"})
+    assert box["resources"] == sandbox_list(mock)["default"]["resources"] - 1
+    assert "fixtures" in {s["name"] for s in mock.get("/_mock/snapshots").json()["results"]}
+
+
+def test_a_clock_cannot_be_moved_past_what_the_api_can_render(mock):
+    before = mock.get("/sandbox/far/_mock/clock").json()
+    for seconds in (1e12, 1e300):
+        body = assert_error(mock.post("/sandbox/far/_mock/clock/advance", json={"seconds": seconds}), 400)
+        assert "body.seconds" in body["message"]
+    assert mock.get("/sandbox/far/_mock/clock").json() == before                # unchanged
+    assert mock.get("/sandbox/far/organization").status_code == 200
+    put(mock, "late", {"clock": "manual", "start": "9998-12-31T00:00:00Z"})
+    assert mock.post("/sandbox/late/_mock/clock/advance", json={"seconds": 86400}).status_code == 200
+    assert_error(mock.post("/sandbox/late/_mock/clock/advance", json={"seconds": 366 * 86400}), 400)
+    assert mock.get("/sandbox/late/organization").status_code == 200
 
 
 def test_options_that_are_not_an_object_are_400(mock):
