@@ -662,3 +662,42 @@ def test_options_that_are_not_an_object_are_400(mock):
     assert_error(mock.put("/_mock/sandboxes/opts", content=b"[1, 2]"), 400)
     assert_error(mock.put("/_mock/sandboxes/opts", content=b"{not json"), 400)
     assert "opts" not in sandbox_list(mock)
+
+
+# ---------------------------------------------------------------- the control document describes these replies
+def _draft7(node):
+    """OpenAPI 3.0 schema -> JSON Schema: `nullable: true` becomes a null type."""
+    if isinstance(node, dict):
+        out = {key: _draft7(value) for key, value in node.items() if key != "nullable"}
+        if node.get("nullable") and "type" in out:
+            out["type"] = [out["type"], "null"]
+        return out
+    if isinstance(node, list):
+        return [_draft7(item) for item in node]
+    return node
+
+
+def test_sandbox_and_snapshot_replies_match_the_control_document(mock):
+    import jsonschema
+    document = mock.get("/_mock/openapi.json").json()
+    components = _draft7(document["components"])
+
+    def check(reply, path, method, status):
+        assert reply.status_code == status, reply.text
+        schema = document["paths"][path][method]["responses"][str(status)]["content"]["application/json"]["schema"]
+        jsonschema.validate(reply.json(), {**_draft7(schema), "components": components})
+
+    check(mock.put("/_mock/sandboxes/doc", json={"clock": "manual"}), "/_mock/sandboxes/{name}", "put", 201)
+    check(mock.put("/_mock/sandboxes/doc"), "/_mock/sandboxes/{name}", "put", 200)
+    check(mock.get("/_mock/sandboxes/doc"), "/_mock/sandboxes/{name}", "get", 200)
+    check(mock.get("/_mock/sandboxes"), "/_mock/sandboxes", "get", 200)
+    check(mock.post("/_mock/sandboxes/doc/reset"), "/_mock/sandboxes/{name}/reset", "post", 200)
+    check(mock.post("/sandbox/doc/_mock/snapshots", json={"name": "doc-snap"}), "/_mock/snapshots", "post", 201)
+    check(mock.get("/_mock/snapshots"), "/_mock/snapshots", "get", 200)
+    check(mock.get("/_mock/snapshots/doc-snap"), "/_mock/snapshots/{name}", "get", 200)
+    check(mock.post("/sandbox/doc/_mock/snapshots/doc-snap/restore"), "/_mock/snapshots/{name}/restore", "post", 200)
+    check(mock.get("/_mock/health"), "/_mock/health", "get", 200)
+    for reply in (mock.get("/_mock/sandboxes/none"), mock.put("/_mock/sandboxes/x", json={"seed": -1})):
+        assert reply.status_code in (400, 404)
+        jsonschema.validate(reply.json(), _draft7(document["components"]["responses"]["Error"]["content"]
+                                                   ["application/json"]["schema"]))
