@@ -56,7 +56,8 @@ class MockServer:
         # scenarios loaded from files at start: every sandbox starts with them, and may name them
         self.library = {name: (item["raw"], item["source"]) for name, item in first.scenarios.active.items()}
         self.snapshots = {}                    # name -> Snapshot, shared by all sandboxes
-        self.sandboxes = Sandboxes(self.make_sandbox, self.settings.max_sandboxes, self.settings.sandbox_ttl, wall)
+        self.sandboxes = Sandboxes(self.make_sandbox, self.settings.max_sandboxes, self.settings.sandbox_ttl, wall,
+                                   forget=lambda box: retire(box.rt))
         self.sandboxes.create(DEFAULT)
         self.changes = 0                       # requests served: the state file is saved when this moves
         self.saver = None

@@ -71,8 +71,9 @@ class Sandbox:
 
 
 class Sandboxes:
-    def __init__(self, make, limit=1000, ttl=3600.0, wall=time.time):
+    def __init__(self, make, limit=1000, ttl=3600.0, wall=time.time, forget=None):
         self.make = make                        # (name, options) -> Sandbox
+        self.forget = forget or (lambda box: None)   # told of every sandbox dropped (deleted, replaced, expired)
         self.limit = limit
         self.ttl = ttl
         self.wall = wall
@@ -101,7 +102,10 @@ class Sandboxes:
         if name in self.live and not replace:
             return self.live[name]
         box = self.make(name, options or {})
+        old = self.live.get(name)
         self.live[name] = box
+        if old is not None:
+            self.forget(old)
         return box
 
     def find(self, name):
@@ -114,8 +118,10 @@ class Sandboxes:
         """Forget a sandbox. `default` always exists: deleting it puts a fresh one in its place
         (at once, so that it never has to wait for a free place under the limit)."""
         box = self.live.pop(name, None)
-        if name == DEFAULT and box is not None:
-            self.live[DEFAULT] = self.make(DEFAULT, {})
+        if box is not None:
+            if name == DEFAULT:
+                self.live[DEFAULT] = self.make(DEFAULT, {})
+            self.forget(box)
         return box
 
     def sweep(self, force=False):
@@ -126,7 +132,7 @@ class Sandboxes:
         self._swept = now
         gone = [name for name, box in self.live.items() if name != DEFAULT and now - box.last_used > self.ttl]
         for name in gone:
-            del self.live[name]
+            self.forget(self.live.pop(name))
         return gone
 
     def __iter__(self):
