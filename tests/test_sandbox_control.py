@@ -15,6 +15,7 @@ from starlette.testclient import TestClient
 
 from mockserver.app import MockServer
 from mockserver.pytest_plugin import _InProcess
+from mockserver.sandboxes import Sandbox, Sandboxes
 from mockserver.settings import Settings
 
 from conftest import ADMIN, ORG, ROOT, LiveServer, assert_error
@@ -135,6 +136,26 @@ def test_using_the_control_api_of_a_sandbox_keeps_it(build):
     wall.now += 8
     mock.put("/_mock/sandboxes/trigger")               # a creation sweeps
     assert "watched" in names(mock)
+
+
+def test_every_dropped_sandbox_is_handed_over_for_clean_up():
+    """Deleted, replaced and expired sandboxes all reach `forget` (the server closes their webhook clients)."""
+    wall, dropped = Wall(), []
+    boxes = Sandboxes(lambda name, options: Sandbox(name, object(), b"", "fixtures", wall()), limit=10, ttl=5,
+                      wall=wall, forget=lambda box: dropped.append(box.name))
+    boxes.create("default")
+    first = boxes.create("a")
+    assert boxes.create("a") is first and dropped == []           # no replace: the same one
+    boxes.create("a", replace=True)
+    assert dropped == ["a"]
+    boxes.create("b")
+    boxes.delete("b")
+    assert dropped == ["a", "b"]
+    boxes.delete("default")
+    assert dropped == ["a", "b", "default"] and "default" in boxes.live
+    wall.now += 6
+    assert boxes.sweep(force=True) == ["a"]
+    assert dropped == ["a", "b", "default", "a"] and set(boxes.live) == {"default"}
 
 
 def test_list_shows_limit_and_ttl(build):

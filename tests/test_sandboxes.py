@@ -461,6 +461,31 @@ def test_delete_one_sandbox(mock):
     assert "lost" not in {p["name"] for p in mock.get(f"/sandbox/doomed{PROJECTS}").json()["results"]}
 
 
+@pytest.mark.parametrize("drop", ["delete", "replace", "delete all"])
+def test_a_dropped_sandbox_lets_go_of_its_webhook_client(server, receiver, drop):
+    """Deleting or replacing a sandbox closes the HTTP client its webhooks delivered with."""
+    with TestClient(server, base_url="http://mock", headers=ADMIN) as mock:
+        hook = mock.post(f"/sandbox/hooked{WEBHOOKS}", json={"target_url": f"{receiver.url}/hooked",
+                                                             "events": ["DEPLOYMENT_STARTED"], "enabled": True})
+        assert hook.status_code == 201, hook.text
+        assert mock.post(f"/sandbox/hooked/application/{APP}/deploy", json={}).status_code == 202
+        mock.post("/sandbox/hooked/_mock/clock/advance", json={"seconds": 1})
+        receiver.wait_for("/hooked", 1)
+        webhooks = server.sandboxes.live["hooked"].rt.webhooks
+        assert webhooks._client is not None
+        if drop == "delete":
+            assert mock.delete("/_mock/sandboxes/hooked").status_code == 204
+        elif drop == "replace":
+            assert mock.put("/_mock/sandboxes/hooked").status_code == 200
+        else:
+            assert mock.delete("/_mock/sandboxes").status_code == 204
+        deadline = time.monotonic() + DEADLINE
+        while webhooks._client is not None and time.monotonic() < deadline:
+            mock.get("/_mock/health")                  # let the server's loop run the clean-up
+            time.sleep(0.02)
+        assert webhooks._client is None
+
+
 def test_deleting_default_gives_a_fresh_default_that_always_exists(mock):
     mock.post(PROJECTS, json={"name": "in-default"})
     assert mock.delete("/_mock/sandboxes/default").status_code == 204
