@@ -4,6 +4,7 @@ run under pytest-xdist its own sandbox of one shared mock.
 """
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -14,8 +15,8 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from mockserver.app import MockServer
-from mockserver.pytest_plugin import _InProcess
-from mockserver.sandboxes import Sandbox, Sandboxes
+from mockserver.pytest_plugin import _InProcess, sandbox_name
+from mockserver.sandboxes import NAME, Sandbox, Sandboxes
 from mockserver.settings import Settings
 
 from conftest import ADMIN, ORG, ROOT, LiveServer, assert_error
@@ -284,6 +285,24 @@ def test_live_server_with_control_token_and_replica_from_options_and_environment
 
 
 # ---------------------------------------------------------------- the plugin under pytest-xdist
+@pytest.mark.parametrize("prefix, worker, nodeid", [
+    ("", "main", "tests/test_a.py::test_one"),
+    ("job-42.", "gw3", "tests/test_a.py::TestGroup::test_one[param with spaces/and slashes]"),
+    ("ci job #9 / ", "gw0", "t.py::test_" + "long" * 40),
+    ("p" * 100, "gw1", "t.py::test_x[\u00e9t\u00e9]"),
+])
+def test_plugin_sandbox_names_are_valid_and_distinct(prefix, worker, nodeid):
+    name = sandbox_name(prefix, worker, nodeid)
+    assert NAME.match(name), name
+    combos = {(prefix, other, nodeid) for other in ("gw0", "gw1", "gw2", "main", worker)}
+    combos |= {(prefix + "x", worker, nodeid), (prefix, worker, nodeid + "[2]")}
+    names = {sandbox_name(*combo) for combo in combos}
+    assert len(names) == len(combos) and all(NAME.match(n) for n in names)     # distinct per prefix, worker, test
+    assert sandbox_name(prefix, worker, nodeid) == name                 # stable for a test
+    if len(prefix) < 20:
+        assert name.startswith(re.sub(r"[^A-Za-z0-9_.-]+", "-", prefix + worker))
+
+
 class Recorder:
     """Notes which sandboxes a mock makes and deletes (wraps its sandbox factory and delete)."""
 
