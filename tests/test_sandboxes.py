@@ -244,6 +244,31 @@ def test_two_sandboxes_driven_at_once_see_only_their_own_doings(live, receiver, 
             tenant.close()
 
 
+def test_a_slow_sandbox_does_not_hold_up_another(live):
+    """A scenario's latency in one sandbox is a request in flight there only."""
+    slow = Tenant(live.url, "slow-one", "prefix")
+    quick = Tenant(live.url, "quick-one", "header")
+    try:
+        slow.ctl("PUT", "/scenarios/lag", content=json.dumps({"name": "lag", "rules": [
+            {"match": {"operation": "getOrganization"}, "effect": {"latency_ms": 1500}}]}))
+        started = time.monotonic()
+        waiting = threading.Thread(target=slow.call, args=("GET", "/organization", 200))
+        waiting.start()
+        time.sleep(0.2)
+        for _ in range(3):
+            quick.call("GET", "/organization", 200)
+        quick_done = time.monotonic() - started
+        waiting.join(10)
+        assert quick_done < 1.2, quick_done
+        assert time.monotonic() - started >= 1.5
+        assert [c["scenario_rule"] for c in quick.ctl("GET", "/calls")["results"]] == [None] * 3
+        assert len(slow.ctl("GET", "/calls")["results"]) == 1
+    finally:
+        for tenant in (slow, quick):
+            tenant.root.delete(f"/_mock/sandboxes/{tenant.name}")
+            tenant.close()
+
+
 # ---------------------------------------------------------------- in-process helpers
 @pytest.fixture
 def mock(server):
