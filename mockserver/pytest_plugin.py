@@ -39,6 +39,7 @@ class MockServerClient:
         self.control_token = control_token
         headers = {"Authorization": f"Bearer {control_token}"} if control_token else {}
         self.http = httpx.Client(base_url=self.url, timeout=30, headers=headers)
+        self.private_snapshots = {}            # name given -> name stored, for this sandbox only
 
     def in_sandbox(self, name, **options):
         """A handle on sandbox `name`, made fresh (from the fixtures, or with options) on the same mock."""
@@ -48,6 +49,10 @@ class MockServerClient:
         return MockServerClient(self.root, self.control_token, name)
 
     def delete_sandbox(self):
+        """Delete this handle's sandbox and the private snapshots saved from it."""
+        for stored in self.private_snapshots.values():
+            self.http.delete(f"{self.root}/_mock/snapshots/{stored}")
+        self.private_snapshots.clear()
         if self.sandbox:
             self.http.delete(f"{self.root}/_mock/sandboxes/{self.sandbox}")
 
@@ -61,12 +66,21 @@ class MockServerClient:
         return response.json() if response.content else None
 
     # state and time
-    def snapshot(self, name, journal=False, replace=True):
-        """Save this sandbox's world under `name` (restore it here or start other sandboxes from it)."""
-        return self._control("POST", "/snapshots", json={"name": name, "journal": journal, "replace": replace})
+    def snapshot(self, name, journal=False, replace=True, shared=False):
+        """Save this sandbox's world under `name`, to `restore(name)` here later. Snapshots live in the
+        server, shared by all sandboxes: by default the name is made private to this sandbox (tests
+        running in parallel may use the same name) and the snapshot is deleted with the sandbox.
+        `shared=True` saves it under the plain name, for other sandboxes to start from
+        (`in_sandbox(other, snapshot=name)`), and leaves it in the server."""
+        stored = name
+        if self.sandbox and not shared:
+            digest = hashlib.sha1(f"{self.sandbox}|{name}".encode()).hexdigest()[:12]
+            stored = f"{name[:48]}.{digest}"
+            self.private_snapshots[name] = stored
+        return self._control("POST", "/snapshots", json={"name": stored, "journal": journal, "replace": replace})
 
     def restore(self, name):
-        return self._control("POST", f"/snapshots/{name}/restore")
+        return self._control("POST", f"/snapshots/{self.private_snapshots.get(name, name)}/restore")
 
     def reset(self, scenarios=False):
         return self._control("POST", "/reset", json={"scenarios": scenarios})

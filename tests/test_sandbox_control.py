@@ -15,7 +15,7 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from mockserver.app import MockServer
-from mockserver.pytest_plugin import _InProcess, sandbox_name
+from mockserver.pytest_plugin import MockServerClient, _InProcess, sandbox_name
 from mockserver.sandboxes import NAME, Sandbox, Sandboxes
 from mockserver.settings import Settings
 
@@ -301,6 +301,40 @@ def test_plugin_sandbox_names_are_valid_and_distinct(prefix, worker, nodeid):
     assert sandbox_name(prefix, worker, nodeid) == name                 # stable for a test
     if len(prefix) < 20:
         assert name.startswith(re.sub(r"[^A-Za-z0-9_.-]+", "-", prefix + worker))
+
+
+def test_plugin_snapshots_are_private_to_a_test_unless_shared():
+    """Two tests in parallel saving the same snapshot name each get back their own world."""
+    local = _InProcess(clock="manual")
+    session = MockServerClient(local.url)
+    try:
+        left, right = session.in_sandbox("left-test"), session.in_sandbox("right-test")
+        for handle in (left, right):
+            handle.http.post(PROJECTS, json={"name": f"saved-by-{handle.sandbox}"}, headers=ADMIN)
+            handle.snapshot("baseline")
+            handle.http.post(PROJECTS, json={"name": "after"}, headers=ADMIN)
+        for handle in (left, right):
+            handle.restore("baseline")
+            listed = {p["name"] for p in handle.http.get(PROJECTS, headers=ADMIN).json()["results"]}
+            assert f"saved-by-{handle.sandbox}" in listed and "after" not in listed
+            other = "right-test" if handle is left else "left-test"
+            assert f"saved-by-{other}" not in listed
+        shared = left.snapshot("for-others", shared=True)
+        assert shared["name"] == "for-others"
+        started = session.in_sandbox("started", snapshot="for-others")
+        listed = {p["name"] for p in started.http.get(PROJECTS, headers=ADMIN).json()["results"]}
+        assert "saved-by-left-test" in listed
+        stored = {s["name"] for s in session.http.get("/_mock/snapshots").json()["results"]}
+        assert len(stored) == 4                          # fixtures, two private baselines, for-others
+        left.delete_sandbox()
+        right.delete_sandbox()
+        stored = {s["name"] for s in session.http.get("/_mock/snapshots").json()["results"]}
+        assert stored == {"fixtures", "for-others"}
+        for handle in (left, right, started):
+            handle.close()
+    finally:
+        session.close()
+        local.stop()
 
 
 class Recorder:
