@@ -359,8 +359,9 @@ class Recorder:
 def run_client_suite(url, *extra, env=None):
     command = [sys.executable, "-m", "pytest", "-n", "2", "-p", "xdist", "-q", "-p", "no:cacheprovider",
                "tests/client_example", "--mockserver-url", url, *extra]
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MOCKSERVER_", "PYTEST_"))}
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=240,
-                          env={**os.environ, **(env or {})})
+                          env={**clean, **(env or {})})
 
 
 def client_test_names():

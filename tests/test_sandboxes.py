@@ -250,7 +250,7 @@ def test_a_slow_sandbox_does_not_hold_up_another(live):
     quick = Tenant(live.url, "quick-one", "header")
     try:
         slow.ctl("PUT", "/scenarios/lag", content=json.dumps({"name": "lag", "rules": [
-            {"match": {"operation": "getOrganization"}, "effect": {"latency_ms": 1500}}]}))
+            {"match": {"operation": "getOrganization"}, "effect": {"latency_ms": 3000}}]}))
         started = time.monotonic()
         waiting = threading.Thread(target=slow.call, args=("GET", "/organization", 200))
         waiting.start()
@@ -259,8 +259,8 @@ def test_a_slow_sandbox_does_not_hold_up_another(live):
             quick.call("GET", "/organization", 200)
         quick_done = time.monotonic() - started
         waiting.join(10)
-        assert quick_done < 1.2, quick_done
-        assert time.monotonic() - started >= 1.5
+        assert quick_done < 2.5, quick_done
+        assert time.monotonic() - started >= 3.0
         assert [c["scenario_rule"] for c in quick.ctl("GET", "/calls")["results"]] == [None] * 3
         assert len(slow.ctl("GET", "/calls")["results"]) == 1
     finally:
