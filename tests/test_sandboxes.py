@@ -157,17 +157,11 @@ def drive(me, receiver, seconds, extra_projects, barrier, shared):
     names = {p["name"] for p in me.call("GET", PROJECTS, 200)["results"]}
     assert f"proj-{tag}" in names and {f"extra-{tag}-{i}" for i in range(extra_projects)} <= names
     assert not any(name.endswith(tuple(shared.keys() - {tag})) for name in names if name.startswith(("proj-", "extra-")))
-    # Both worlds are copies of one start world, so the n-th record made in each has the same id:
-    # the other's ids read here are this tenant's own records, or 404 where only the other made one.
-    missing = 0
-    for ident in other["extras"]:
-        reply = me.api.get(f"/project/{ident}")
+    for ident in [other["project"], *other["extras"]]:    # ids the other tenant made: unknown here
+        assert_error(me.api.get(f"/project/{ident}"), 404)
         me.sent.append(("GET", f"/project/{ident}"))
-        if reply.status_code == 404:
-            missing += 1
-        else:
-            assert reply.json()["name"].startswith(f"extra-{tag}-"), reply.text
-    assert missing == max(0, len(other["extras"]) - len(extras))
+    assert_error(me.api.get(f"/application/{other['app']}"), 404)
+    me.sent.append(("GET", f"/application/{other['app']}"))
     own = me.call("GET", f"/project/{project['id']}", 200)
     assert own["name"] == f"proj-{tag}"
     journal = me.ctl("GET", "/calls")
@@ -340,11 +334,16 @@ def test_an_id_created_in_one_sandbox_is_404_in_another(mock):
     assert mock.get(f"/project/{ident}", headers=in_box("maker")).json()["name"] == "only-here"
 
 
-def test_sandboxes_made_the_same_way_generate_the_same_ids(mock):
-    """Copies of one start world: the same calls give the same ids in each (the seed option varies them)."""
+def test_each_sandbox_generates_its_own_reproducible_ids(mock):
+    """Copies of one start world hand out ids of their own, the same again for a sandbox made anew."""
     first = mock.post(PROJECTS, json={"name": "twin"}, headers=in_box("twin-1")).json()["id"]
     second = mock.post(PROJECTS, json={"name": "twin"}, headers=in_box("twin-2")).json()["id"]
-    assert first == second
+    in_default = mock.post(PROJECTS, json={"name": "twin"}).json()["id"]
+    assert len({first, second, in_default}) == 3
+    assert mock.delete("/_mock/sandboxes/twin-1").status_code == 204
+    assert mock.post(PROJECTS, json={"name": "twin"}, headers=in_box("twin-1")).json()["id"] == first
+    mock.post("/_mock/sandboxes/twin-2/reset")
+    assert mock.post(PROJECTS, json={"name": "twin"}, headers=in_box("twin-2")).json()["id"] == second
 
 
 def test_tokens_minted_in_one_sandbox_work_only_there(mock):
@@ -540,7 +539,7 @@ def test_health_counts_sandboxes(mock):
 # ---------------------------------------------------------------- options of PUT /_mock/sandboxes/{name}
 def put(mock, name, options, status=201):
     reply = mock.put(f"/_mock/sandboxes/{name}", json=options)
-    assert reply.status_code == status, reply.text
+    assert reply.status_code == status if status else reply.status_code in (200, 201), reply.text
     return reply.json()
 
 
@@ -577,14 +576,15 @@ def test_option_clock_manual_alone_freezes_the_time(real_server):
 
 
 def test_option_seed_gives_other_generated_ids(mock):
-    put(mock, "seed-a", {"seed": 11})
-    put(mock, "seed-b", {"seed": 12})
-    put(mock, "seed-c", {"seed": 11})
-    ids = {name: mock.post(f"/sandbox/{name}{PROJECTS}", json={"name": "p"}).json()["id"]
-           for name in ("seed-a", "seed-b", "seed-c", "unseeded")}
-    assert ids["seed-a"] == ids["seed-c"]
-    assert len({ids["seed-a"], ids["seed-b"], ids["unseeded"]}) == 3
-    assert mock.get(f"/sandbox/seed-a/project/{PROJECT}").status_code == 200    # fixture ids are fixed
+    def first_id(options):
+        put(mock, "seeded", options, status=None)
+        return mock.post(f"/sandbox/seeded{PROJECTS}", json={"name": "p"}).json()["id"]
+
+    eleven = first_id({"seed": 11})
+    assert first_id({"seed": 11}) == eleven                             # reproducible
+    assert first_id({"seed": 12}) != eleven
+    assert first_id({}) != eleven
+    assert mock.get(f"/sandbox/seeded/project/{PROJECT}").status_code == 200    # fixture ids are fixed
 
 
 def test_option_rate_limit_is_applied(mock):
