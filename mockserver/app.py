@@ -55,6 +55,8 @@ class MockServer:
         self.origin = freeze(first, self.shared)
         # scenarios loaded from files at start: every sandbox starts with them, and may name them
         self.library = {name: (item["raw"], item["source"]) for name, item in first.scenarios.active.items()}
+        # who may make a sandbox by using it, on a mock protected by a control token: a caller of the start world
+        self.start_auth = (dict(first.tokens), first.default_org, frozenset(first.store.organizations.rows))
         self.snapshots = {}                    # name -> Snapshot, shared by all sandboxes
         self.sandboxes = Sandboxes(self.make_sandbox, self.settings.max_sandboxes, self.settings.sandbox_ttl, wall,
                                    forget=lambda box: retire(box.rt))
@@ -135,10 +137,17 @@ class MockServer:
                 name, path = choose(scope)
                 if path.startswith("/_mock"):
                     self._check_control_token(scope, path)
-                    box = None if path.startswith(("/_mock/sandboxes", "/_mock/health")) else self.sandboxes.get(name)
+                    if path.startswith(("/_mock/sandboxes", "/_mock/health")):
+                        box = None                      # global routes
+                    elif path.startswith("/_mock/ui"):  # the page's files: no sandbox made for them
+                        box = self.sandboxes.live.get(name)
+                    else:
+                        box = self.sandboxes.get(name)
                     scope = {**scope, "path": path, "mock.sandbox": box, "mock.runtime": box and box.rt}
                     await self.control(scope, receive, requestid.tagged(scope, send))
                     return
+                if name not in self.sandboxes.live and self.settings.control_token:
+                    self._check_may_create(scope, name)
                 box = self.sandboxes.get(name)
                 box.calls += 1
             except ApiError as error:
@@ -160,6 +169,19 @@ class MockServer:
         if scheme.lower() != "bearer" or not hmac.compare_digest(credential.strip().encode(), token.encode()):
             raise ApiError(401, "the control API needs 'Authorization: Bearer <control token>' (--control-token)",
                            headers={"WWW-Authenticate": "Bearer"})
+
+    def _check_may_create(self, scope, name):
+        """On a protected mock, a request makes a new sandbox only if it carries a credential of the start
+        world (an API token of the fixtures or a JWT signed with the mock's secret), so that callers
+        without one cannot use up --max-sandboxes."""
+        tokens, default_org, organizations = self.start_auth
+        sent = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"), None)
+        try:
+            authenticate(sent, tokens, self.sandboxes.wall(), self.settings.jwt_secret, default_org, organizations)
+        except ApiError as error:
+            raise ApiError(401, f"sandbox {name} does not exist, and this request may not create it ({error.message}):"
+                                f" send an API token of the fixtures, or create it with PUT /_mock/sandboxes/{name}"
+                                ) from None
 
     def _tag_replica(self, send):
         tag = (b"x-mock-replica", self.settings.replica_name.encode("latin-1", "replace"))

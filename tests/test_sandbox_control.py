@@ -228,6 +228,19 @@ def test_the_control_token_is_not_an_api_token(guarded):
     assert TOKEN not in str(journal)                     # never journaled in clear
 
 
+def test_on_a_protected_mock_only_a_caller_of_the_start_world_makes_a_sandbox_by_using_it(guarded):
+    server, mock = guarded
+    for headers in ({}, {"Authorization": "Token not-a-token"}, {"Authorization": f"Bearer {TOKEN}"}):
+        body = assert_error(mock.get("/sandbox/new-one/organization", headers=headers), 401)
+        assert "PUT /_mock/sandboxes/new-one" in body["message"]
+        assert_error(mock.get("/organization", headers={**headers, "X-Mock-Sandbox": "new-two"}), 401)
+    assert mock.get("/sandbox/new-one/_mock/ui").status_code == 200       # the page's files make none either
+    assert names(TestClient(server, base_url="http://mock", headers=CONTROL)) == {"default"}
+    assert mock.get("/sandbox/new-one/organization", headers=ADMIN).status_code == 200
+    assert mock.put("/_mock/sandboxes/new-two", headers=CONTROL).status_code == 201
+    assert names(TestClient(server, base_url="http://mock", headers=CONTROL)) == {"default", "new-one", "new-two"}
+
+
 def test_without_a_control_token_the_control_api_is_open(build):
     mock = TestClient(build(), base_url="http://mock")
     assert mock.get("/_mock/calls").status_code == 200
