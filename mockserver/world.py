@@ -27,6 +27,7 @@ class Shared:
         for operation_id, operation in spec.operations.items():
             self.by_key[f"op:{operation_id}"] = operation
         self.by_id = {id(obj): key for key, obj in self.by_key.items()}
+        self.plain = {}                         # class -> rebuilt attribute by attribute (see set_attributes)
         self.dispatch = copyreg.dispatch_table.copy()
         for obj in self.by_key.values():
             self.dispatch[type(obj)] = self.reduce
@@ -43,10 +44,39 @@ def shared(key):
     raise pickle.UnpicklingError("a frozen world can only be read by world.thaw")
 
 
+MANAGED_DICT = 1 << 4                           # Py_TPFLAGS_MANAGED_DICT: attributes kept inline, no dict
+
+
+def _plain(cls, dispatch):
+    """Objects of `cls` can be rebuilt attribute by attribute (no reduce or setstate of their own)."""
+    return (bool(cls.__flags__ & MANAGED_DICT) and cls not in dispatch and not hasattr(cls, "__setstate__")
+            and cls.__reduce_ex__ is object.__reduce_ex__ and cls.__reduce__ is object.__reduce__)
+
+
+def set_attributes(obj, state):
+    """Rebuild an object by setting its attributes (pickle's default fills its `__dict__` instead, which
+    leaves the object with a dict of its own: every attribute read of the world was then 2-4x slower)."""
+    for name, value in state.items():
+        object.__setattr__(obj, name, value)
+
+
 class _Freezer(pickle.Pickler):
     def __init__(self, file, shared):
         super().__init__(file, protocol=PROTOCOL)
         self.dispatch_table = shared.dispatch
+        self._plain = shared.plain
+
+    def reducer_override(self, obj):
+        cls = type(obj)
+        plain = self._plain.get(cls)
+        if plain is None:
+            plain = self._plain[cls] = _plain(cls, self.dispatch_table)
+        if not plain:
+            return NotImplemented
+        reduced = obj.__reduce_ex__(PROTOCOL)
+        if len(reduced) < 3 or type(reduced[2]) is not dict:
+            return reduced
+        return (*reduced[:3], *(tuple(reduced[3:5]) + (None, None))[:2], set_attributes)
 
 
 class _Thawer(pickle.Unpickler):
