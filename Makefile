@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test contract container-smoke bench clean
+.PHONY: serve test contract container-smoke bench bench-sandboxes clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,9 @@ container-smoke:
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py $(ARGS)
+
+bench-sandboxes: $(STAMP)
+	$(BIN)/python bench/sandboxes.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) reports build *.egg-info
