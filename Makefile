@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test contract container-smoke bench scale clean
+.PHONY: serve test contract container-smoke bench bench-sandboxes scale clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,9 @@ bench: $(STAMP)
 N ?= 2
 scale: $(STAMP)
 	deploy/local.sh $(N) -- $(ARGS)
+
+bench-sandboxes: $(STAMP)
+	$(BIN)/python bench/sandboxes.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) reports build *.egg-info
