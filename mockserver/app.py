@@ -320,8 +320,11 @@ class MockServer:
         """Emit due deployment events and webhook retries without waiting for a request."""
         while True:
             for box in self.sandboxes:
+                rt = box.rt
+                if not (rt.lifecycle.active or rt.webhooks.pending):
+                    continue                    # idle: nothing can fall due
                 try:
-                    box.rt.pump()
+                    rt.pump()
                 except Exception:               # keep the loop alive; the error is a bug to see in the log
                     log.exception("background pump of sandbox %s failed", box.name)
             self.sandboxes.sweep()
