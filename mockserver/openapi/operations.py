@@ -185,6 +185,9 @@ def service_ops(kind):
             rows.append(Op("POST", f"{item}/{noun}/{{{one}}}/override", f"override{title}{word}", "write", 201,
                            word, "ServiceOverrideRequest", tag="Environment Variables",
                            summary=f"Override a {word.lower()} for this {title.lower()}"))
+            rows.append(Op("POST", f"{item}/{noun}/{{{one}}}/alias", f"alias{title}{word}", "write", 201,
+                           word, "ServiceAliasRequest", tag="Environment Variables",
+                           summary=f"Alias a {word.lower()} for this {title.lower()}"))
     return rows
 
 

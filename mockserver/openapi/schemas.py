@@ -427,6 +427,11 @@ SCHEMAS = {
          "enable_interpolation_in_file": INTERPOLATION},
         ["value"],
     ),
+    "ServiceAliasRequest": obj(
+        {"key": s("DB_URL", minLength=1, maxLength=255, pattern="^[A-Za-z_][A-Za-z0-9_.-]*$"),
+         "description": VARIABLE_DESCRIPTION, "enable_interpolation_in_file": INTERPOLATION},
+        ["key"],
+    ),
     "Variable": obj(
         {
             "id": ro(uuid()), "created_at": ro(datetime()), "updated_at": ro(datetime()),
