@@ -18,6 +18,13 @@ ICONS = {"APPLICATION": "application", "CONTAINER": "container", "DATABASE": "da
 RUNNING = {"DEPLOYED", "RESTARTED"}
 
 
+def repository_of(data):
+    """The git repository a service builds from (applications, Terraform, jobs and Helm from git), or None."""
+    source = data.get("source") or {}
+    return data.get("git_repository") or (source.get("docker") or {}).get("git_repository") or \
+        source.get("git_repository")
+
+
 def next_version(version):
     if version in K8S_VERSIONS and K8S_VERSIONS.index(version) + 1 < len(K8S_VERSIONS):
         return K8S_VERSIONS[K8S_VERSIONS.index(version) + 1]
@@ -113,7 +120,9 @@ class Deployments:
         status = self.status(entry, now)
         out = {"id": request.id, "status": "QUEUED", "service_id": entry.id, "created_at": iso(request.created_at),
                "state": status["state"], "service_deployment_status": status["service_deployment_status"],
-               "status_details": status["status_details"], "deployment_request_id": request.id}
+               "status_details": status["status_details"], "deployment_request_id": request.id,
+               "deployment_requests_count": status["deployment_requests_count"],
+               "is_part_last_deployment": status["is_part_last_deployment"]}
         if entry.meta["type"] == "APPLICATION":
             out["application_id"] = entry.id
         return out
@@ -183,7 +192,7 @@ class Deployments:
         request = self.rt.lifecycle.latest(entry.id)
         status = request.phase(now)[0] if request is not None else entry.data["status"]
         lock = cluster_lock(entry, now)
-        return {"cluster_id": entry.id, "status": status,
+        return {"cluster_id": entry.id, "status": status, "reason": _cluster_reason(entry, request, status, lock),
                 "is_deployed": status in ("DEPLOYED", "DEPLOYING", "DEPLOYMENT_QUEUED"),
                 "next_k8s_available_version": next_version(entry.data["version"]),
                 "last_execution_id": request.execution_id if request else None,
@@ -207,7 +216,7 @@ class Deployments:
             entry.meta["last_deployment_date"] = iso(at)
             if success:
                 entry.meta["deployed_rev"] = request.rev
-                repository = entry.data.get("git_repository")
+                repository = repository_of(entry.data)
                 if repository and request.commit:
                     repository["deployed_commit_id"] = request.commit["git_commit_id"]
         elif request.action == "UNINSTALL" and success:
@@ -226,6 +235,26 @@ class Deployments:
             "trigger_action": ACTIONS[request.action][3], "state": state,
             "commit_id": request.commit["git_commit_id"] if request.commit else None, "timestamp": iso(at),
         }
+
+
+def _cluster_reason(entry, request, status, lock):
+    """Why the cluster is in its state, in the words of its last request (or of its lock)."""
+    version = entry.data["version"]
+    if request is None:
+        reason = f"cluster running Kubernetes {version}"
+    else:
+        by = request.triggered_by
+        if status in ("DEPLOYMENT_QUEUED", "DEPLOYING"):
+            reason = f"Kubernetes upgrade from {version} to {next_version(version)} requested by {by}"
+        elif status == "DEPLOYED":
+            reason = f"Kubernetes upgrade to {version} requested by {by} completed"
+        elif status == "CANCELED":
+            reason = f"Kubernetes upgrade requested by {by} was canceled"
+        else:
+            reason = f"Kubernetes upgrade requested by {by} failed ({status})"
+    if lock is not None:
+        reason += f"; locked: {lock['reason']}"
+    return reason
 
 
 def _step_index(steps, wanted):

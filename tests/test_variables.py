@@ -782,7 +782,10 @@ def built_in(client, service_id, suffix="_HOST_INTERNAL", family="environmentVar
 def test_every_service_lists_the_built_ins_of_every_service_of_its_environment(client, level):
     records = listed(client, owner(level))
     owners = {r["service_id"] for r in records if r["variable_type"] == "BUILT_IN"}
-    assert owners == {APP, CONTAINER, DATABASE, JOB, HELM, TERRAFORM}
+    every = {item["id"] for kind in ("application", "container", "database", "job", "helm", "terraform")
+             for item in client.get(f"/environment/{ENV}/{kind}").json()["results"]}
+    assert {APP, CONTAINER, DATABASE, JOB, HELM, TERRAFORM} < every
+    assert owners == every
     assert all(r["scope"] == "BUILT_IN" for r in records if r["variable_type"] == "BUILT_IN")
 
 

@@ -35,3 +35,11 @@ def merge(data, body, fields):
     for name in fields:
         if name in body:
             data[name] = body[name]
+
+
+def optional(data, name, value):
+    """Set a field that the platform leaves out rather than send as null."""
+    if value is None:
+        data.pop(name, None)
+    else:
+        data[name] = value

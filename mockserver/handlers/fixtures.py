@@ -5,7 +5,9 @@ from ..fixtures import NESTED
 from ..runtime import Context
 from ..store import Entry
 from . import HANDLERS
+from .common import optional
 from .deployments import add_backups
+from ..deployments import repository_of
 from .services import commits_of
 
 SERVICES = {"applications": "Application", "containers": "Container", "databases": "Database", "jobs": "Job",
@@ -35,16 +37,19 @@ class Loader:
         rt = self.rt
         for org in organizations:
             oid = org["id"]
-            rt.store.organizations.add(Entry({"id": oid, **rt.stamp(self.now), "name": org["name"],
-                                              "description": org.get("description"), "plan": org.get("plan", "FREE")},
-                                             oid, None))
+            data = {"id": oid, **rt.stamp(self.now), "name": org["name"], "plan": org.get("plan", "FREE"),
+                    "owner": rt.user_id(f"owner of {org['name']}")}
+            if org.get("description") is not None:
+                data["description"] = org["description"]
+            rt.store.organizations.add(Entry(data, oid, None))
             rt.default_org = rt.default_org or oid
             for cluster in org.get("clusters", []):
                 data = {"id": cluster.get("id") or rt.new_id(), **rt.stamp(self.now), "name": cluster["name"],
-                        "description": cluster.get("description"), "region": cluster.get("region", "eu-west-3"),
+                        "region": cluster.get("region", "eu-west-3"),
                         "cloud_provider": cluster.get("cloud_provider", "CLOUDA"), "kubernetes": "MANAGED",
                         "version": str(cluster.get("version", "1.31")), "is_default": cluster.get("is_default", False),
                         "production": cluster.get("production", False), "status": cluster.get("status", "DEPLOYED")}
+                optional(data, "description", cluster.get("description"))
                 rt.store.clusters.add(Entry(data, oid, oid))
             for key, operation in ORG_RECORDS:
                 for item in org.get(key, []):
@@ -91,6 +96,6 @@ class Loader:
         for entry in self.deployed:
             ctx = Context(rt, entry.org, Token(name="fixtures", value="", organization=entry.org, scopes=["Admin"]),
                           {}, {}, {}, earlier)
-            commit = commits_of(rt, entry)[0] if entry.data.get("git_repository") else None
+            commit = commits_of(rt, entry)[0] if repository_of(entry.data) else None
             rt.deployments.start(ctx, entry, "DEPLOY", commit)
         rt.lifecycle.pump(self.started)

@@ -4,8 +4,12 @@ Every kind gets the same operations from one table (`KINDS`); what differs is ho
 record is built from its create payload (`BUILDERS`) and how it deploys (lifecycle.py).
 """
 
+from urllib.parse import urlsplit
+
 from ..clock import iso
-from ..errors import conflict, not_found
+from ..deployments import repository_of
+from ..errors import ApiError, conflict, not_found
+from ..openapi.schemas import ICON_BASE
 from ..store import Entry
 from . import variables
 from .common import bind, merge, results, touch
@@ -28,27 +32,46 @@ EDITABLE = {
     "container": ("name", "description", "registry_id", "image_name", "tag", "cpu", "memory",
                   "min_running_instances", "max_running_instances", "ports", "arguments", "entrypoint"),
     "database": ("name", "description", "accessibility", "cpu", "memory", "storage"),
-    "job": ("name", "description", "job_type", "schedule", "git_repository", "dockerfile_path", "image", "cpu",
-            "memory", "max_nb_restart", "max_duration_seconds"),
-    "helm": ("name", "description", "repository_url", "chart_name", "chart_version", "values_override",
-             "allow_cluster_wide_resources", "timeout_sec", "arguments"),
+    "job": ("name", "description", "job_type", "schedule", "source", "cpu", "memory", "max_nb_restart",
+            "max_duration_seconds", "auto_deploy"),
+    "helm": ("name", "description", "source", "values_override", "allow_cluster_wide_resources", "timeout_sec",
+             "arguments", "auto_deploy"),
     "terraform": ("name", "description", "git_repository", "engine", "engine_version", "tfvars_files"),
 }
 
 
+# git hosts the platform recognises by name (neutral words); other hosts get no provider
+PROVIDER_HOSTS = (("codehost1.", "CODEHOST1"), ("codehost2.", "CODEHOST2"))
+
+
+def provider_of(url):
+    host = (urlsplit(url).hostname or "").lower()
+    return next((name for prefix, name in PROVIDER_HOSTS if host.startswith(prefix) or f".{prefix}" in host), None)
+
+
 def _git(ctx, repository):
-    if repository is None:
-        return None
-    return {"url": repository["url"], "branch": repository.get("branch", "main"),
-            "root_path": repository.get("root_path", "/"), "provider": repository.get("provider", "GENERIC"),
-            "deployed_commit_id": None}
+    """A repository as records carry it: provider inferred from the host when not sent (absent when unknown);
+    deployed_commit_id appears with the first successful deploy."""
+    out = {"url": repository["url"], "branch": repository.get("branch", "main"),
+           "root_path": repository.get("root_path", "/")}
+    provider = repository.get("provider") or provider_of(repository["url"])
+    if provider:
+        out["provider"] = provider
+    if repository.get("deployed_commit_id"):
+        out["deployed_commit_id"] = repository["deployed_commit_id"]
+    return out
 
 
 def _ports(ctx, ports):
-    return [{"id": ctx.rt.new_id(), "name": port.get("name", f"p{port['internal_port']}"),
-             "internal_port": port["internal_port"], "external_port": port.get("external_port"),
-             "protocol": port.get("protocol", "HTTP"), "publicly_accessible": port.get("publicly_accessible", False)}
-            for port in ports]
+    out = []
+    for port in ports:
+        record = {"id": port.get("id") or ctx.rt.new_id(), "name": port.get("name", f"p{port['internal_port']}"),
+                  "internal_port": port["internal_port"], "protocol": port.get("protocol", "HTTP"),
+                  "publicly_accessible": port.get("publicly_accessible", False)}
+        if port.get("external_port") is not None:
+            record["external_port"] = port["external_port"]
+        out.append(record)
+    return out
 
 
 def _registry(ctx, registry_id):
@@ -69,10 +92,15 @@ def _probes(healthchecks):
 
 
 def build_container(ctx, body, env):
-    _registry(ctx, body["registry_id"])
-    return {"registry_id": body["registry_id"], "image_name": body["image_name"], "tag": body["tag"],
-            **{k: body.get(k, v) for k, v in RESOURCES.items()}, "ports": _ports(ctx, body.get("ports", [])),
-            "arguments": body.get("arguments", []), "entrypoint": body.get("entrypoint")}
+    registry = _registry(ctx, body["registry_id"]).data
+    out = {"registry_id": body["registry_id"],
+           "registry": {k: registry[k] for k in ("id", "name", "kind", "url")},
+           "image_name": body["image_name"], "tag": body["tag"],
+           **{k: body.get(k, v) for k, v in RESOURCES.items()}, "ports": _ports(ctx, body.get("ports", [])),
+           "arguments": body.get("arguments", [])}
+    if body.get("entrypoint"):
+        out["entrypoint"] = body["entrypoint"]
+    return out
 
 
 def build_database(ctx, body, env):
@@ -82,26 +110,59 @@ def build_database(ctx, body, env):
             "host": f"{body['name']}.{env.id[:8]}.internal", "port": DATABASE_PORTS[body["type"]]}
 
 
+LIFECYCLE_EVENTS = ("on_start", "on_stop", "on_delete")
+
+
+def _command(command):
+    return {"arguments": list(command.get("arguments", [])),
+            **({"entrypoint": command["entrypoint"]} if command.get("entrypoint") else {})}
+
+
 def build_job(ctx, body, env):
-    if body.get("image") and not body.get("git_repository"):
-        _registry(ctx, body["image"]["registry_id"])
-    return {"job_type": body.get("job_type", "CRON" if "schedule" in body else "LIFECYCLE"),
-            "schedule": {"cronjob": {"scheduled_at": ((body.get("schedule") or {}).get("cronjob") or {}).get(
-                "scheduled_at", "0 0 * * *")}},
-            "git_repository": _git(ctx, body.get("git_repository")),
-            "dockerfile_path": body.get("dockerfile_path", "Dockerfile"),
-            "image": None if body.get("git_repository") or not body.get("image") else
-            {k: body["image"][k] for k in ("registry_id", "image_name", "tag")},
+    """A job runs an image or builds from git (`source`), on a cron schedule or on lifecycle events (`schedule`)."""
+    source, schedule = body["source"], body["schedule"]
+    if "cronjob" in schedule and any(event in schedule for event in LIFECYCLE_EVENTS):
+        raise ApiError(400, "body.schedule: a job is either a cron job (cronjob) or a lifecycle job "
+                            "(on_start, on_stop, on_delete), not both", [("body.schedule", "cronjob with lifecycle events")])
+    if "image" in source:
+        _registry(ctx, source["image"]["registry_id"])
+        built = {"image": {k: source["image"][k] for k in ("image_name", "tag", "registry_id")}}
+    else:
+        docker = source["docker"]
+        built = {"docker": {"git_repository": _git(ctx, docker["git_repository"]),
+                            "dockerfile_path": docker.get("dockerfile_path", "Dockerfile")}}
+    if "cronjob" in schedule:
+        cron = schedule["cronjob"]
+        plan = {"cronjob": {"scheduled_at": cron["scheduled_at"], **_command(cron)}}
+    else:
+        plan = {event: _command(schedule[event]) for event in LIFECYCLE_EVENTS if event in schedule}
+    return {"job_type": "CRON" if "cronjob" in plan else "LIFECYCLE", "source": built, "schedule": plan,
             "cpu": body.get("cpu", 250), "memory": body.get("memory", 256),
-            "max_nb_restart": body.get("max_nb_restart", 0), "max_duration_seconds": body.get("max_duration_seconds", 300)}
+            "max_nb_restart": body.get("max_nb_restart", 0),
+            "max_duration_seconds": body.get("max_duration_seconds", 300), "auto_deploy": body.get("auto_deploy", True)}
 
 
 def build_helm(ctx, body, env):
-    return {"repository_url": body.get("repository_url", "https://charts.example.com"),
-            "chart_name": body["chart_name"], "chart_version": body.get("chart_version", "1.0.0"),
-            "values_override": body.get("values_override", ""),
+    """A Helm service installs a chart from a git repository or a Helm repository (`source`)."""
+    source = body["source"]
+    if "git_repository" in source:
+        built = {"git_repository": _git(ctx, source["git_repository"])}
+    else:
+        chart = source["helm_repository"]
+        ident = chart.get("repository_id") or chart.get("repository")
+        if ident is None:
+            raise ApiError(400, "body.source.helm_repository.repository_id: 'repository_id' is a required property",
+                           [("body.source.helm_repository.repository_id", "required")])
+        built = {"helm_repository": {"repository_id": ident, "chart_name": chart["chart_name"],
+                                     "chart_version": chart["chart_version"]}}
+    values = body.get("values_override") or {}
+    override = {name: [list(pair) for pair in values.get(name, [])] for name in ("set", "set_string", "set_json")}
+    if values.get("file"):
+        override["file"] = values["file"]
+    return {"source": built, "arguments": list(body.get("arguments", [])),
             "allow_cluster_wide_resources": body.get("allow_cluster_wide_resources", False),
-            "timeout_sec": body.get("timeout_sec", 600), "arguments": body.get("arguments", [])}
+            "values_override": override, "timeout_sec": body.get("timeout_sec", 600),
+            "auto_deploy": body.get("auto_deploy", True)}
 
 
 def build_terraform(ctx, body, env):
@@ -125,7 +186,7 @@ def service(ctx, kind, ident=None):
 
 def commits_of(rt, entry):
     """The last 100 commits of a service's repository (newest first), with ISO dates."""
-    repository = entry.data.get("git_repository")
+    repository = repository_of(entry.data)
     if not repository:
         return []
     out = rt.fake.commits(repository["url"], repository["branch"], 100, entry.meta["created"])
@@ -140,7 +201,8 @@ def create(ctx, kind):
         raise conflict(f"a service named {body['name']!r} already exists in environment {env.id}")
     ident = rt.new_id()
     data = {"id": ident, **rt.stamp(ctx.now), "environment": {"id": env.id}, "name": body["name"],
-            "description": body.get("description"), **BUILDERS[kind](ctx, body, env)}
+            **({"description": body["description"]} if body.get("description") is not None else {}),
+            "service_type": KINDS[kind][1], "icon_uri": f"{ICON_BASE}/{kind}.svg", **BUILDERS[kind](ctx, body, env)}
     entry = Entry(data, ctx.org, env.id, meta={"kind": kind, "type": KINDS[kind][1], "created": ctx.now})
     rt.store.services.add(entry)
     rt.bump(entry)
@@ -169,17 +231,17 @@ def edit(ctx, kind):
     for name in EDITABLE[kind]:
         if name in body and name in rebuilt:
             entry.data[name] = rebuilt[name]
+    if "registry" in rebuilt:                      # a container's registry follows its registry_id
+        entry.data["registry"] = rebuilt["registry"]
     _count_registry(ctx, entry.data, +1)
     touch(rt, entry, ctx.now)
     return entry.data
 
 
 def _request_view(data):
-    """A record seen as the create payload that would produce it (for rebuilding on edit)."""
-    out = dict(data)
-    if out.get("git_repository"):
-        out["git_repository"] = {k: v for k, v in out["git_repository"].items() if k != "deployed_commit_id"}
-    return out
+    """A record seen as the create payload that would produce it (for rebuilding on edit); the deployed
+    commit is kept by `_git`."""
+    return dict(data)
 
 
 def delete(ctx, kind):
@@ -194,7 +256,7 @@ def delete(ctx, kind):
 
 
 def _count_registry(ctx, data, step):
-    registry_id = data.get("registry_id") or (data.get("image") or {}).get("registry_id")
+    registry_id = data.get("registry_id") or ((data.get("source") or {}).get("image") or {}).get("registry_id")
     registry = ctx.rt.store.registries.find(registry_id, ctx.org) if registry_id else None
     if registry is not None:
         registry.data["associated_services_count"] = max(0, registry.data["associated_services_count"] + step)
@@ -215,7 +277,7 @@ def action(verb):
         if verb == "redeploy" and entry.meta.get("deployed_rev") is None:
             raise conflict(f"{kind} {entry.id} was never deployed: deploy it before a redeploy")
         commit = None
-        if verb in ("deploy", "redeploy") and entry.data.get("git_repository"):
+        if verb in ("deploy", "redeploy") and repository_of(entry.data):
             commit = _commit(ctx, entry, verb)
         request = rt.deployments.start(ctx, entry, "DEPLOY" if verb == "redeploy" else verb.upper(), commit)
         return rt.deployments.record(request, entry, ctx.now)
@@ -225,7 +287,7 @@ def action(verb):
 def _commit(ctx, entry, verb):
     commits = commits_of(ctx.rt, entry)
     if verb == "redeploy":
-        wanted = entry.data["git_repository"].get("deployed_commit_id") or commits[0]["git_commit_id"]
+        wanted = repository_of(entry.data).get("deployed_commit_id") or commits[0]["git_commit_id"]
     else:
         wanted = ctx.body.get("git_commit_id")
         if wanted is None:

@@ -195,9 +195,12 @@ def organization_ops():
     org = "/organization/{organizationId}"
     by_id = "$response.body#/id"
     return [
-        Op("GET", "/organization", "getOrganization", "read", 200, "Organization", tag="Organizations",
-           summary="The organization of the caller",
-           links={"ListProjects": link("listProjects", org_id=by_id),
+        Op("GET", f"{org}", "getOrganizationById", "read", 200, "Organization", tag="Organizations",
+           summary="One organization the caller belongs to"),
+        Op("GET", "/organization", "getOrganization", "read", 200, "CurrentOrganization", tag="Organizations",
+           summary="The organization of the caller, and in `results` the organizations the token sees",
+           links={"GetOrganizationById": link("getOrganizationById", organizationId=by_id),
+                  "ListProjects": link("listProjects", org_id=by_id),
                   "CreateProject": link("createProject", org_id=by_id),
                   "ListClusters": link("listClusters", organizationId=by_id),
                   "ListContainerRegistries": link("listContainerRegistries", organizationId=by_id),

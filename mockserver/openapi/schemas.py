@@ -34,7 +34,11 @@ REGISTRY_KINDS = [
     "CODEHOST1_ENTERPRISE_CR", "CODEHOST2_CR", "CLOUDC_ARTIFACT_REGISTRY", "CLOUDE_CR",
     "GENERIC_CR", "CLOUDD_CR",
 ]
-WEBHOOK_EVENTS = ["DEPLOYMENT_STARTED", "DEPLOYMENT_SUCCEEDED", "DEPLOYMENT_FAILED", "DEPLOYMENT_CANCELLED"]
+# The spec's three kinds, and the platform's other names for the same events (delivered under the name subscribed)
+WEBHOOK_EVENTS = ["DEPLOYMENT_STARTED", "DEPLOYMENT_SUCCEEDED", "DEPLOYMENT_FAILED", "DEPLOYMENT_CANCELLED",
+                  "DEPLOYMENT_SUCCESSFUL", "DEPLOYMENT_FAILURE"]
+GIT_PROVIDERS = ["CODEHOST1", "CODEHOST2"]
+ICON_BASE = "https://console.platform.example/assets/services"
 ACTIONS = ["DEPLOY", "DELETE", "RESTART", "STOP", "UNKNOWN"]
 ACTION_STATUSES = ["QUEUED", "ONGOING", "SUCCESS", "ERROR", "CANCELED", "CANCELING", "NEVER"]
 STEP_NAMES = [
@@ -127,7 +131,7 @@ def paged(item):
 
 
 BASE = {"id": ro(uuid()), "created_at": ro(datetime()), "updated_at": ro(datetime())}
-BASE_REQUIRED = ["id", "created_at"]
+BASE_REQUIRED = ["id", "created_at", "updated_at"]
 NAME = s("storefront", minLength=1, maxLength=255)
 DESCRIPTION = s("Customer facing web shop", maxLength=1024)
 REFERENCE = obj({"id": uuid()}, ["id"])
@@ -137,17 +141,20 @@ GIT_REPOSITORY_REQUEST = obj(
         "url": GIT_URL,
         "branch": s("main", minLength=1, maxLength=255),
         "root_path": s("/", maxLength=255),
-        "provider": enum(["CODEHOST1", "CODEHOST2", "GENERIC"], "GENERIC"),
+        "provider": enum(GIT_PROVIDERS, "CODEHOST1"),
     },
     ["url"],
 )
-GIT_REPOSITORY = obj({**GIT_REPOSITORY_REQUEST["properties"], "deployed_commit_id": nullable(s("4f0c2a9d1e7b"))})
+# provider: inferred from the URL's host when not sent, absent when it cannot be; deployed_commit_id: once deployed
+GIT_REPOSITORY = obj({**GIT_REPOSITORY_REQUEST["properties"],
+                      "deployed_commit_id": s("4f0c2a9d1e7b3c5a8f6d2e4b1a3c5d7e9f0b2a4c")},
+                     ["url", "branch", "root_path"])
 PORT = obj(
     {
         "id": ro(uuid()),
         "name": s("http", maxLength=63),
         "internal_port": integer(8080, minimum=1, maximum=65535),
-        "external_port": nullable(integer(443, minimum=1, maximum=65535)),
+        "external_port": integer(443, minimum=1, maximum=65535),
         "protocol": enum(PROTOCOLS, "HTTP"),
         "publicly_accessible": boolean(True),
     },
@@ -165,6 +172,54 @@ IMAGE_SOURCE = obj(
     ["registry_id", "image_name", "tag"],
 )
 VARIABLE_DESCRIPTION = nullable(s("Connection string of the orders database", maxLength=255))
+# ---- jobs and Helm services: the platform's nested payloads (one source kind each, see README)
+DOCKERFILE_PATH = s("Dockerfile", minLength=1, maxLength=255)
+JOB_SOURCE_REQUEST = obj(
+    {"image": IMAGE_SOURCE,
+     "docker": obj({"git_repository": GIT_REPOSITORY_REQUEST, "dockerfile_path": DOCKERFILE_PATH}, ["git_repository"])},
+    oneOf=[{"required": ["image"]}, {"required": ["docker"]}],
+)
+JOB_SOURCE = obj(
+    {"image": IMAGE_SOURCE,
+     "docker": obj({"git_repository": GIT_REPOSITORY, "dockerfile_path": DOCKERFILE_PATH},
+                   ["git_repository", "dockerfile_path"])},
+    oneOf=[{"required": ["image"]}, {"required": ["docker"]}],
+)
+JOB_COMMAND = {"arguments": arr(s("--full", maxLength=1024), maxItems=100),
+               "entrypoint": s("/app/report", minLength=1, maxLength=1024)}
+JOB_SCHEDULE = obj(
+    {"on_start": obj(JOB_COMMAND), "on_stop": obj(JOB_COMMAND), "on_delete": obj(JOB_COMMAND),
+     "cronjob": obj({"scheduled_at": s("0 3 * * *", minLength=1, maxLength=64), **JOB_COMMAND}, ["scheduled_at"])},
+    minProperties=1,
+)
+HELM_REPOSITORY_ID = "5d7f9b1d-3f5a-4c7e-9b1d-3f5a7c9e1b3d"
+HELM_GIT_SOURCE = obj({"url": GIT_URL, "branch": s("main", minLength=1, maxLength=255),
+                       "root_path": s("/charts/ingress", maxLength=255), "git_token_id": uuid()}, ["url"])
+HELM_REPOSITORY_SOURCE = obj(
+    {"repository_id": uuid(HELM_REPOSITORY_ID, description="id of the Helm repository"),
+     "repository": uuid(HELM_REPOSITORY_ID, description="the same id under the platform's other name"),
+     "chart_name": s("ingress-nginx", minLength=1, maxLength=255), "chart_version": s("4.11.3", minLength=1, maxLength=64)},
+    ["chart_name", "chart_version"],
+)
+HELM_SOURCE_REQUEST = obj({"git_repository": HELM_GIT_SOURCE, "helm_repository": HELM_REPOSITORY_SOURCE},
+                          oneOf=[{"required": ["git_repository"]}, {"required": ["helm_repository"]}])
+HELM_SOURCE = obj({"git_repository": GIT_REPOSITORY,
+                   "helm_repository": obj({"repository_id": HELM_REPOSITORY_SOURCE["properties"]["repository_id"],
+                                           "chart_name": s("ingress-nginx"), "chart_version": s("4.11.3")},
+                                          ["repository_id", "chart_name", "chart_version"])},
+                  oneOf=[{"required": ["git_repository"]}, {"required": ["helm_repository"]}])
+HELM_PAIRS = arr(arr(s("controller.replicaCount", maxLength=4096), minItems=2, maxItems=2,
+                     example=["controller.replicaCount", "2"]), maxItems=200)
+HELM_VALUES_OVERRIDE = obj({
+    "set": HELM_PAIRS, "set_string": HELM_PAIRS, "set_json": HELM_PAIRS,
+    "file": obj({
+        "raw": obj({"values": arr(obj({"name": s("override.yaml", minLength=1, maxLength=255),
+                                       "content": s("controller:\n  replicaCount: 2\n", maxLength=65536)},
+                                      ["name", "content"]), maxItems=20)}, ["values"]),
+        "git": obj({"git_repository": HELM_GIT_SOURCE, "paths": arr(s("values/production.yaml"), minItems=1)},
+                   ["git_repository", "paths"]),
+    }),
+})
 INTERPOLATION = nullable(boolean(False))
 STATUS_DETAILS = obj({"action": enum(ACTIONS, "DEPLOY"), "status": enum(ACTION_STATUSES, "QUEUED"),
                       "sub_action": enum(["NONE"], "NONE")})
@@ -229,11 +284,20 @@ SCHEMAS = {
         ["status", "error", "message"],
     ),
     "Reference": REFERENCE,
-    "Organization": obj({**BASE, "name": s("Acme"), "description": nullable(s("Acme Corporation")),
-                         "plan": enum(PLANS, "TEAM")}, BASE_REQUIRED + ["name", "plan"]),
+    "Organization": obj({**BASE, "name": s("Acme"), "description": s("Acme Corporation"),
+                         "plan": enum(PLANS, "TEAM"), "owner": uuid(IDS["user"])},
+                        BASE_REQUIRED + ["name", "plan", "owner"]),
+    # GET /organization: the caller's organization record, and `results`, the organizations the token sees
+    "CurrentOrganization": obj({**BASE, "name": s("Acme"), "description": s("Acme Corporation"),
+                                "plan": enum(PLANS, "TEAM"), "owner": uuid(IDS["user"]),
+                                "results": arr(ref("Organization"))},
+                               BASE_REQUIRED + ["name", "plan", "owner", "results"]),
     "ProjectRequest": obj({"name": NAME, "description": DESCRIPTION}, ["name"]),
-    "Project": obj({**BASE, "name": NAME, "description": nullable(DESCRIPTION), "organization": REFERENCE},
-                   BASE_REQUIRED + ["name", "organization"]),
+    "Project": obj({**BASE, "name": NAME, "description": DESCRIPTION, "organization": REFERENCE,
+                    "associated_environments_count": integer(2, minimum=0),
+                    "associated_services_count": integer(6, minimum=0)},
+                   BASE_REQUIRED + ["name", "organization", "associated_environments_count",
+                                    "associated_services_count"]),
     "ProjectList": results("Project"),
     "EnvironmentRequest": obj(
         {"name": s("production", minLength=1, maxLength=255), "mode": enum(EDITABLE_MODES, "PRODUCTION"),
@@ -307,8 +371,9 @@ SCHEMAS = {
             "state": enum(SERVICE_STATES, "DEPLOYMENT_QUEUED"),
             "service_deployment_status": enum(DEPLOYMENT_STATUSES, "OUT_OF_DATE"),
             "status_details": STATUS_DETAILS, "deployment_request_id": uuid(),
+            "deployment_requests_count": integer(4, minimum=1), "is_part_last_deployment": boolean(True),
         },
-        ["id", "status", "service_id", "created_at"],
+        ["id", "status", "service_id", "created_at", "deployment_requests_count", "is_part_last_deployment"],
     ),
     "DeploymentHistoryItem": obj(
         {
@@ -365,24 +430,17 @@ SCHEMAS = {
                                 "storage": integer(10, minimum=1, maximum=65536)}),
     "JobRequest": obj(
         {"name": s("nightly-report", minLength=1, maxLength=255), "description": DESCRIPTION,
-         "job_type": enum(["CRON", "LIFECYCLE"], "CRON"),
-         "schedule": obj({"cronjob": obj({"scheduled_at": s("0 3 * * *", minLength=1, maxLength=64)},
-                                         ["scheduled_at"])}),
-         "git_repository": GIT_REPOSITORY_REQUEST, "dockerfile_path": s("Dockerfile", maxLength=255),
-         "image": IMAGE_SOURCE, "cpu": RESOURCES["cpu"], "memory": RESOURCES["memory"],
+         "source": JOB_SOURCE_REQUEST, "schedule": JOB_SCHEDULE, "cpu": RESOURCES["cpu"], "memory": RESOURCES["memory"],
          "max_nb_restart": integer(0, minimum=0, maximum=10),
-         "max_duration_seconds": integer(300, minimum=1, maximum=86400)},
-        ["name"],
-        anyOf=[{"required": ["git_repository"]}, {"required": ["image"]}],
+         "max_duration_seconds": integer(300, minimum=1, maximum=86400), "auto_deploy": boolean(True)},
+        ["name", "source", "schedule"],
     ),
     "HelmRequest": obj(
         {"name": s("ingress", minLength=1, maxLength=255), "description": DESCRIPTION,
-         "repository_url": s("https://charts.example.com", pattern="^https://"),
-         "chart_name": s("ingress-nginx", minLength=1, maxLength=255), "chart_version": s("4.11.3", maxLength=64),
-         "values_override": s("controller:\n  replicaCount: 2\n", maxLength=65536),
-         "allow_cluster_wide_resources": boolean(False), "timeout_sec": integer(600, minimum=1, maximum=7200),
-         "arguments": arr(s("--wait"))},
-        ["name", "chart_name"],
+         "source": HELM_SOURCE_REQUEST, "arguments": arr(s("--wait", maxLength=1024), maxItems=100),
+         "allow_cluster_wide_resources": boolean(False), "values_override": HELM_VALUES_OVERRIDE,
+         "timeout_sec": integer(600, minimum=1, maximum=7200), "auto_deploy": boolean(True)},
+        ["name", "source"],
     ),
     "TerraformRequest": obj(
         {"name": s("infra", minLength=1, maxLength=255), "description": DESCRIPTION,
@@ -465,7 +523,7 @@ SCHEMAS = {
         "discriminator": {"propertyName": "kind"},
     },
     "ContainerRegistry": obj(
-        {**BASE, "name": NAME, "kind": enum(REGISTRY_KINDS, "GENERIC_CR"), "description": nullable(DESCRIPTION),
+        {**BASE, "name": NAME, "kind": enum(REGISTRY_KINDS, "GENERIC_CR"), "description": DESCRIPTION,
          "url": s("https://registry.acme.example"), "cluster": nullable(obj({"id": uuid(IDS["cluster"]),
                                                                            "name": s("acme-prod-eu")})),
          "associated_services_count": integer(1, minimum=0), "config": REGISTRY_CONFIG_OUT},
@@ -485,7 +543,7 @@ SCHEMAS = {
                       ["source", "variables"]),
     "TfVarsFileList": results("TfVarsFile"),
     "Cluster": obj(
-        {**BASE, "name": s("acme-prod-eu"), "description": nullable(s("Production cluster")),
+        {**BASE, "name": s("acme-prod-eu"), "description": s("Production cluster"),
          "region": s("eu-west-3"), "cloud_provider": enum(CLOUD_PROVIDERS), "kubernetes": enum(["MANAGED"]),
          "version": s("1.31"), "is_default": boolean(True), "production": boolean(True),
          "status": enum(CLUSTER_STATES, "DEPLOYED")},
@@ -502,8 +560,9 @@ SCHEMAS = {
     "ClusterStatus": obj(
         {"cluster_id": uuid(IDS["cluster"]), "status": enum(CLUSTER_STATES, "DEPLOYED"), "is_deployed": boolean(True),
          "next_k8s_available_version": nullable(s("1.32")), "last_execution_id": nullable(s("c1a5e7d9-3")),
-         "cluster_lock": {"allOf": [ref("ClusterLock")], "nullable": True}, "last_deployment_date": nullable(datetime())},
-        ["cluster_id", "status", "is_deployed"],
+         "cluster_lock": {"allOf": [ref("ClusterLock")], "nullable": True}, "last_deployment_date": nullable(datetime()),
+         "reason": s("Kubernetes upgrade from 1.31 to 1.32 requested by mock-deploy-token")},
+        ["cluster_id", "status", "is_deployed", "reason"],
     ),
     "LabelsGroupRequest": obj(
         {"name": s("cost-center", minLength=1, maxLength=255),
@@ -531,10 +590,10 @@ SCHEMAS = {
          "role_arn": s("arn:clouda:iam::123456789012:role/deployer", minLength=1, maxLength=2048)},
         ["name", "role_arn"],
     ),
-    "Credentials": obj({"id": ro(uuid()), "name": s("ci-deployer"), "access_key_id": nullable(s("AKIAMOCKEXAMPLE00001")),
+    "Credentials": obj({**BASE, "name": s("ci-deployer"), "access_key_id": nullable(s("AKIAMOCKEXAMPLE00001")),
                         "role_arn": nullable(s("arn:clouda:iam::123456789012:role/deployer")),
                         "object_type": enum(["AWS"])},
-                       ["id", "name", "object_type"]),
+                       BASE_REQUIRED + ["name", "object_type"]),
     "CredentialsList": results("Credentials"),
     "WebhookRequest": obj(
         {"target_url": s("https://hooks.acme.example/deployments", pattern="^https?://", maxLength=2048),
@@ -545,7 +604,7 @@ SCHEMAS = {
     ),
     "Webhook": obj(
         {**BASE, "organization": REFERENCE, "target_url": s("https://hooks.acme.example/deployments"),
-         "events": arr(enum(WEBHOOK_EVENTS)), "enabled": boolean(True), "description": nullable(s()),
+         "events": arr(enum(WEBHOOK_EVENTS)), "enabled": boolean(True), "description": s("On-call notifications"),
          "kind": enum(["STANDARD"]), "target_secret_set": boolean(True)},
         BASE_REQUIRED + ["target_url", "events", "enabled", "kind", "target_secret_set"],
     ),
