@@ -2,7 +2,7 @@
 
 from ..errors import ApiError, conflict, not_found
 from ..store import Entry
-from .common import check_org, merge, results, touch
+from .common import check_org, merge, page, touch
 
 DEFAULT_RULE = {"auto_stop": False, "auto_deploy": True, "timezone": "UTC", "start_time": "08:00",
                 "stop_time": "20:00",
@@ -30,7 +30,7 @@ def project_view(rt, entry):
 
 def list_projects(ctx):
     check_org(ctx, ctx.params["org_id"])
-    return {"results": [project_view(ctx.rt, entry) for entry in ctx.rt.store.projects.under(ctx.org)]}
+    return page(ctx, ctx.rt.store.projects.under(ctx.org), lambda entry: project_view(ctx.rt, entry))
 
 
 def create_project(ctx):
@@ -71,7 +71,7 @@ def delete_project(ctx):
 # ---------------------------------------------------------------- environments
 def list_environments(ctx):
     project = ctx.rt.store.projects.get(ctx.params["project_id"], ctx.org)
-    return results(ctx.rt.store.environments.under(project.id))
+    return page(ctx, ctx.rt.store.environments.under(project.id))
 
 
 def create_environment(ctx):

@@ -12,7 +12,7 @@ from ..errors import ApiError, conflict, not_found
 from ..openapi.schemas import ICON_BASE
 from ..store import Entry
 from . import variables
-from .common import bind, merge, results, touch
+from .common import bind, merge, page, touch
 
 # kind -> (title for operation ids, service_type, path parameter names: item, status, deploy/actions)
 KINDS = {
@@ -213,7 +213,7 @@ def create(ctx, kind):
 
 def list_services(ctx, kind):
     env = ctx.rt.store.environments.get(ctx.params["env_id"], ctx.org)
-    return results(e for e in ctx.rt.store.services.under(env.id) if e.meta["kind"] == kind)
+    return page(ctx, (e for e in ctx.rt.store.services.under(env.id) if e.meta["kind"] == kind))
 
 
 def get(ctx, kind):
@@ -267,7 +267,7 @@ def status(ctx, kind):
 
 
 def history(ctx, kind):
-    return {"results": ctx.rt.deployments.history(service(ctx, kind), ctx.now)}
+    return page(ctx, ctx.rt.deployments.history(service(ctx, kind), ctx.now), lambda item: item)
 
 
 def action(verb):

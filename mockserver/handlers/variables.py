@@ -17,7 +17,7 @@ no response carries them. Deleting a record deletes its overrides and aliases.
 
 from ..errors import ApiError, conflict, not_found
 from ..store import Entry
-from .common import bind, touch
+from .common import bind, page, touch
 
 SCOPE_RANK = {"BUILT_IN": 4, "PROJECT": 3, "ENVIRONMENT": 2, "APPLICATION": 1, "CONTAINER": 1, "JOB": 1,
               "HELM": 1, "TERRAFORM": 1}
@@ -153,7 +153,7 @@ def create(ctx, family, level):
 
 
 def list_visible(ctx, family, level):
-    return {"results": [e.data for e in visible(ctx.rt, family, owner_of(ctx, level))]}
+    return page(ctx, visible(ctx.rt, family, owner_of(ctx, level)))
 
 
 def _item(ctx, family, level, owned):

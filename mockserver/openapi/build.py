@@ -17,7 +17,7 @@ import yaml
 from .ids import IDS
 from .operations import PARAM_EXAMPLES, PATH_PARAM, SERVICE_KINDS, all_operations
 from .schemas import (BASE, BASE_REQUIRED, DATABASE_VERSIONS, GIT_REPOSITORY, HELM_SOURCE, ICON_BASE, JOB_SOURCE,
-                      REFERENCE, SCHEMAS, enum, integer, obj, ref, results, s, uuid)
+                      REFERENCE, SCHEMAS, enum, integer, obj, page_list, ref, s, uuid)
 
 DOCUMENT = Path(__file__).with_name("openapi.yaml")
 ERRORS = {
@@ -65,7 +65,7 @@ def service_schemas():
         props.update(service_type=enum([service_type]), icon_uri=s(f"{ICON_BASE}/{kind}.svg", format="uri"))
         out[title] = obj({**BASE, "environment": REFERENCE, **props},
                          BASE_REQUIRED + ["environment", "service_type", "icon_uri"] + required)
-        out[f"{title}List"] = results(title)
+        out[f"{title}List"] = page_list(title)
     return out
 
 

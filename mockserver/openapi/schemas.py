@@ -123,6 +123,16 @@ def results(item):
     return obj({"results": arr(ref(item))}, ["results"])
 
 
+PAGINATION = obj({"page": integer(1, minimum=1), "page_size": integer(20, minimum=1, maximum=100),
+                  "total_count": integer(42, minimum=0), "total_pages": integer(3, minimum=0)},
+                 ["page", "page_size", "total_count", "total_pages"])
+
+
+def page_list(item):
+    """A list that may be asked for one page (`page`, `page_size`): then `pagination` comes next to `results`."""
+    return obj({"results": arr(ref(item)), "pagination": PAGINATION}, ["results"])
+
+
 def paged(item):
     return obj(
         {"page": integer(1, minimum=1), "page_size": integer(20, minimum=1), "results": arr(ref(item))},
@@ -298,7 +308,7 @@ SCHEMAS = {
                     "associated_services_count": integer(6, minimum=0)},
                    BASE_REQUIRED + ["name", "organization", "associated_environments_count",
                                     "associated_services_count"]),
-    "ProjectList": results("Project"),
+    "ProjectList": page_list("Project"),
     "EnvironmentRequest": obj(
         {"name": s("production", minLength=1, maxLength=255), "mode": enum(EDITABLE_MODES, "PRODUCTION"),
          "cluster_id": uuid(IDS["cluster"]), "cluster": uuid(IDS["cluster"])},
@@ -315,7 +325,7 @@ SCHEMAS = {
         },
         BASE_REQUIRED + ["name", "organization", "project", "cloud_provider", "mode", "cluster_id"],
     ),
-    "EnvironmentList": results("Environment"),
+    "EnvironmentList": page_list("Environment"),
     "EnvironmentStatus": obj(
         {"id": uuid(IDS["environment"]), "state": enum(SERVICE_STATES, "DEPLOYED"),
          "last_deployment_date": nullable(datetime()), "last_deployment_state": nullable(enum(SERVICE_STATES)),
@@ -388,7 +398,7 @@ SCHEMAS = {
         },
         ["identifier", "status"],
     ),
-    "DeploymentHistory": results("DeploymentHistoryItem"),
+    "DeploymentHistory": page_list("DeploymentHistoryItem"),
     "DeploymentHistoryPage": paged("DeploymentHistoryItem"),
     "LogLine": obj({"id": uuid(), "created_at": datetime(), "message": s("Listening on :8080"),
                     "pod_name": s("web-7d9f8b6c4-x2k9p"), "version": s("4f0c2a9d")},
@@ -503,7 +513,7 @@ SCHEMAS = {
         },
         ["id", "created_at", "key", "value", "scope", "variable_type", "is_secret"],
     ),
-    "VariableList": results("Variable"),
+    "VariableList": page_list("Variable"),
     "Secret": obj(
         {
             "id": ro(uuid()), "created_at": ro(datetime()), "updated_at": ro(datetime()), "key": s("API_KEY"),
@@ -516,7 +526,7 @@ SCHEMAS = {
         },
         ["id", "created_at", "key", "scope"],
     ),
-    "SecretList": results("Secret"),
+    "SecretList": page_list("Secret"),
     # ------------------------------------------------------------ organization-level resources
     "ContainerRegistryRequest": {
         "oneOf": [registry_variant(kind) for kind in REQUEST_REGISTRY_KINDS],
