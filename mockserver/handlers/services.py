@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from ..clock import iso
 from ..deployments import repository_of
-from ..errors import ApiError, conflict, not_found
+from ..errors import conflict, not_found
 from ..openapi.schemas import ICON_BASE
 from ..store import Entry
 from . import variables
@@ -120,10 +120,7 @@ def _command(command):
 
 def build_job(ctx, body, env):
     """A job runs an image or builds from git (`source`), on a cron schedule or on lifecycle events (`schedule`)."""
-    source, schedule = body["source"], body["schedule"]
-    if "cronjob" in schedule and any(event in schedule for event in LIFECYCLE_EVENTS):
-        raise ApiError(400, "body.schedule: a job is either a cron job (cronjob) or a lifecycle job "
-                            "(on_start, on_stop, on_delete), not both", [("body.schedule", "cronjob with lifecycle events")])
+    source, schedule = body["source"], body["schedule"]     # the document allows cron or lifecycle, not both
     if "image" in source:
         _registry(ctx, source["image"]["registry_id"])
         built = {"image": {k: source["image"][k] for k in ("image_name", "tag", "registry_id")}}
@@ -149,11 +146,7 @@ def build_helm(ctx, body, env):
         built = {"git_repository": _git(ctx, source["git_repository"])}
     else:
         chart = source["helm_repository"]
-        ident = chart.get("repository_id") or chart.get("repository")
-        if ident is None:
-            raise ApiError(400, "body.source.helm_repository.repository_id: 'repository_id' is a required property",
-                           [("body.source.helm_repository.repository_id", "required")])
-        built = {"helm_repository": {"repository_id": ident, "chart_name": chart["chart_name"],
+        built = {"helm_repository": {"repository_id": chart.get("repository_id") or chart["repository"], "chart_name": chart["chart_name"],
                                      "chart_version": chart["chart_version"]}}
     values = body.get("values_override") or {}
     override = {name: [list(pair) for pair in values.get(name, [])] for name in ("set", "set_string", "set_json")}

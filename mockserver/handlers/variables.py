@@ -17,7 +17,7 @@ no response carries them. Deleting a record deletes its overrides and aliases.
 
 from ..errors import ApiError, conflict, not_found
 from ..store import Entry
-from .common import bind, page, touch
+from .common import bind, optional, page, touch
 
 SCOPE_RANK = {"BUILT_IN": 4, "PROJECT": 3, "ENVIRONMENT": 2, "APPLICATION": 1, "CONTAINER": 1, "JOB": 1,
               "HELM": 1, "TERRAFORM": 1}
@@ -73,12 +73,10 @@ def chain(rt, owner):
     return out
 
 
-def resolve(ctx, scope, ident, field):
-    """The record a scope and an id name (override_parent_id, alias_parent_id)."""
+def resolve(ctx, scope, ident):
+    """The record a scope and an id name (override_parent_id, alias_parent_id; BUILT_IN is refused by the
+    document: only the platform creates built-ins)."""
     store = ctx.rt.store
-    if scope == "BUILT_IN":
-        raise ApiError(400, f"body.{field}: BUILT_IN variables are created by the platform; choose another scope",
-                       [(f"body.{field}", "BUILT_IN is not allowed")])
     if scope == "PROJECT":
         return store.projects.get(ident, ctx.org)
     if scope == "ENVIRONMENT":
@@ -99,7 +97,8 @@ def make(ctx, family, owner, key, value, scope, kind, mount_path=None, descripti
             "mount_path": mount_path, "service_id": service.id if service else None,
             "service_name": service.data["name"] if service else None,
             "service_type": service.meta["type"] if service else None, "owned_by": owned_by,
-            "description": description, "enable_interpolation_in_file": interpolation}
+            "enable_interpolation_in_file": interpolation}
+    optional(data, "description", description)
     private = None
     if family.secret:
         private = {"value": value}
@@ -121,7 +120,8 @@ def reference(family, target):
     out = {"id": data["id"], "key": data["key"], "mount_path": data["mount_path"], "scope": data["scope"],
            "variable_type": data["variable_type"]}
     if family.secret:
-        out.update(description=data["description"], enable_interpolation_in_file=data["enable_interpolation_in_file"])
+        out["enable_interpolation_in_file"] = data["enable_interpolation_in_file"]
+        optional(out, "description", data.get("description"))
     else:
         out["value"] = data["value"]
     return out
@@ -185,9 +185,10 @@ def edit(ctx, family, level):
         if body["key"] != data["key"] and key_taken(rt, family, owner.id, body["key"], exclude=(entry.id,)):
             raise conflict(f"{family.reference} key {body['key']!r} already exists at this scope")
         data["key"] = body["key"]
-    for name in ("description", "enable_interpolation_in_file"):
-        if name in body:
-            data[name] = body[name]
+    if "description" in body:
+        optional(data, "description", body["description"])
+    if "enable_interpolation_in_file" in body:
+        data["enable_interpolation_in_file"] = body["enable_interpolation_in_file"]
     if family.secret:
         entry.private["value"] = body["value"]
     else:
@@ -267,14 +268,14 @@ def _target(ctx, family, param):
 def create_override(ctx, family):
     target = _target(ctx, family, family.item_param)
     scope = ctx.body["override_scope"]
-    parent = resolve(ctx, scope, ctx.body["override_parent_id"], "override_scope")
+    parent = resolve(ctx, scope, ctx.body["override_parent_id"])
     return _derive(ctx, family, target, scope, parent, "OVERRIDE", target.data["key"], ctx.body["value"])
 
 
 def create_alias(ctx, family):
     target = _target(ctx, family, family.item_param)
     scope = ctx.body["alias_scope"]
-    parent = resolve(ctx, scope, ctx.body["alias_parent_id"], "alias_scope")
+    parent = resolve(ctx, scope, ctx.body["alias_parent_id"])
     value = target.private["value"] if family.secret else target.data["value"]
     return _derive(ctx, family, target, scope, parent, "ALIAS", ctx.body["key"], value)
 

@@ -26,6 +26,7 @@ CLUSTER_STATES = [
 DEPLOYMENT_STATUSES = ["NEVER_DEPLOYED", "OUT_OF_DATE", "UP_TO_DATE"]
 SERVICE_TYPES = ["APPLICATION", "CONTAINER", "DATABASE", "JOB", "HELM", "TERRAFORM"]
 SCOPES = ["APPLICATION", "BUILT_IN", "ENVIRONMENT", "PROJECT", "CONTAINER", "JOB", "HELM", "TERRAFORM"]
+PLACE_SCOPES = [scope for scope in SCOPES if scope != "BUILT_IN"]     # where a client may put a record
 VARIABLE_TYPES = ["VALUE", "ALIAS", "OVERRIDE", "BUILT_IN", "FILE"]
 EDITABLE_MODES = ["DEVELOPMENT", "PRODUCTION", "STAGING"]
 ENV_MODES = ["DEVELOPMENT", "PREVIEW", "PRODUCTION", "STAGING"]
@@ -200,7 +201,9 @@ JOB_COMMAND = {"arguments": arr(s("--full", maxLength=1024), maxItems=100),
 JOB_SCHEDULE = obj(
     {"on_start": obj(JOB_COMMAND), "on_stop": obj(JOB_COMMAND), "on_delete": obj(JOB_COMMAND),
      "cronjob": obj({"scheduled_at": s("0 3 * * *", minLength=1, maxLength=64), **JOB_COMMAND}, ["scheduled_at"])},
-    minProperties=1,
+    # a cron job, or a lifecycle job (one or more events), never both
+    oneOf=[{"required": ["cronjob"]},
+           {"anyOf": [{"required": ["on_start"]}, {"required": ["on_stop"]}, {"required": ["on_delete"]}]}],
 )
 HELM_REPOSITORY_ID = "5d7f9b1d-3f5a-4c7e-9b1d-3f5a7c9e1b3d"
 HELM_GIT_SOURCE = obj({"url": GIT_URL, "branch": s("main", minLength=1, maxLength=255),
@@ -210,6 +213,7 @@ HELM_REPOSITORY_SOURCE = obj(
      "repository": uuid(HELM_REPOSITORY_ID, description="the same id under the platform's other name"),
      "chart_name": s("ingress-nginx", minLength=1, maxLength=255), "chart_version": s("4.11.3", minLength=1, maxLength=64)},
     ["chart_name", "chart_version"],
+    anyOf=[{"required": ["repository_id"]}, {"required": ["repository"]}],
 )
 HELM_SOURCE_REQUEST = obj({"git_repository": HELM_GIT_SOURCE, "helm_repository": HELM_REPOSITORY_SOURCE},
                           oneOf=[{"required": ["git_repository"]}, {"required": ["helm_repository"]}])
@@ -480,13 +484,13 @@ SCHEMAS = {
     ),
     "OverrideRequest": obj(
         {"value": s("postgres://orders-staging.internal:5432/orders", maxLength=65536),
-         "override_scope": enum(SCOPES, "ENVIRONMENT"), "override_parent_id": uuid(IDS["environment"]),
+         "override_scope": enum(PLACE_SCOPES, "ENVIRONMENT"), "override_parent_id": uuid(IDS["environment"]),
          "description": VARIABLE_DESCRIPTION, "enable_interpolation_in_file": INTERPOLATION},
         ["value", "override_scope", "override_parent_id"],
     ),
     "AliasRequest": obj(
         {"key": s("DB_URL", minLength=1, maxLength=255, pattern="^[A-Za-z_][A-Za-z0-9_.-]*$"),
-         "alias_scope": enum(SCOPES, "APPLICATION"), "alias_parent_id": uuid(IDS["application"]),
+         "alias_scope": enum(PLACE_SCOPES, "APPLICATION"), "alias_parent_id": uuid(IDS["application"]),
          "description": VARIABLE_DESCRIPTION, "enable_interpolation_in_file": INTERPOLATION},
         ["key", "alias_scope", "alias_parent_id"],
     ),
@@ -511,7 +515,7 @@ SCHEMAS = {
             "service_type": nullable(enum(SERVICE_TYPES)), "owned_by": s("PLATFORM"),
             "description": VARIABLE_DESCRIPTION, "enable_interpolation_in_file": INTERPOLATION,
         },
-        ["id", "created_at", "key", "value", "scope", "variable_type", "is_secret"],
+        ["id", "created_at", "updated_at", "key", "value", "scope", "variable_type", "is_secret"],
     ),
     "VariableList": page_list("Variable"),
     "Secret": obj(
@@ -524,7 +528,7 @@ SCHEMAS = {
             "owned_by": s("PLATFORM"), "description": VARIABLE_DESCRIPTION,
             "enable_interpolation_in_file": INTERPOLATION,
         },
-        ["id", "created_at", "key", "scope"],
+        ["id", "created_at", "updated_at", "key", "scope", "variable_type"],
     ),
     "SecretList": page_list("Secret"),
     # ------------------------------------------------------------ organization-level resources
