@@ -252,3 +252,55 @@ def test_fixture_helm_and_jobs_use_the_platform_shapes(client):
     job = client.get(f"/job/{JOB}").json()
     assert job["source"]["docker"]["git_repository"]["provider"] == "CODEHOST1"
     assert job["schedule"]["cronjob"]["scheduled_at"] == "0 3 * * *"
+
+
+# ---------------------------------------------------------------- Terraform: the platform's payload
+TERRAFORM_BODY = {
+    "name": "network", "description": "VPC and subnets",
+    "terraform_files_source": {"git_repository": {"url": "https://codehost2.example/acme/infra.git",
+                                                  "branch": "main", "root_path": "/network"}},
+    "terraform_variables_source": {"tf_var_file_paths": ["env/prod.tfvars"],
+                                   "tf_vars": [{"key": "region", "value": "eu-west-3", "secret": False},
+                                               {"key": "db_password", "value": "tf-secret-value", "secret": True}]},
+    "backend": {"kubernetes": {}}, "engine": "OPEN_TOFU",
+    "provider_version": {"read_from_terraform_block": False, "explicit_version": "1.8.2"},
+    "timeout_sec": 3600, "job_resources": {"cpu_milli": 1000, "ram_mib": 1024, "gpu": 0, "storage_gib": 2},
+    "use_cluster_credentials": True, "action_extra_arguments": {"apply": ["-lock=false"]},
+}
+
+
+def test_terraform_with_the_platforms_payload(client):
+    reply = client.post(f"/environment/{ENV}/terraform", json=TERRAFORM_BODY)
+    record = created(reply)
+    assert "tf-secret-value" not in reply.text
+    assert record["terraform_files_source"]["git_repository"]["provider"] == "CODEHOST2"
+    assert record["terraform_variables_source"] == {
+        "tf_var_file_paths": ["env/prod.tfvars"],
+        "tf_vars": [{"key": "region", "value": "eu-west-3", "secret": False}, {"key": "db_password", "secret": True}]}
+    assert (record["engine"], record["provider_version"]["explicit_version"]) == ("OPEN_TOFU", "1.8.2")
+    assert record["job_resources"]["storage_gib"] == 2
+    assert record["action_extra_arguments"] == {"apply": ["-lock=false"]}
+    # the earlier flat fields mirror the nested ones
+    assert record["git_repository"] == record["terraform_files_source"]["git_repository"]
+    assert (record["engine_version"], record["tfvars_files"]) == ("1.8.2", ["env/prod.tfvars"])
+    assert "tf-secret-value" not in client.get("/_mock/calls").text
+
+
+def test_terraform_with_the_flat_payload_gets_the_nested_record_too(client):
+    record = created(client.post(f"/environment/{ENV}/terraform", json={
+        "name": "dns", "git_repository": GIT, "engine_version": "1.9.0", "tfvars_files": ["dns.tfvars"]}))
+    assert record["terraform_files_source"]["git_repository"]["url"] == GIT["url"]
+    assert record["provider_version"] == {"read_from_terraform_block": False, "explicit_version": "1.9.0"}
+    assert record["terraform_variables_source"]["tf_var_file_paths"] == ["dns.tfvars"]
+    assert record["backend"] == {"kubernetes": {}}
+    edited = client.put(f"/terraform/{record['id']}", json={"name": "dns", "git_repository": {
+        "url": "https://codehost1.example/acme/dns.git"}})
+    assert edited.status_code == 200, edited.text
+    assert edited.json()["terraform_files_source"]["git_repository"]["provider"] == "CODEHOST1"
+    assert edited.json()["git_repository"]["url"] == "https://codehost1.example/acme/dns.git"
+
+
+def test_terraform_engine_is_the_platforms_enum(client):
+    reply = client.post(f"/environment/{ENV}/terraform", json={**TERRAFORM_BODY, "engine": "OPENTOFU"})
+    assert reply.status_code == 400
+    assert "body.engine" in reply.json()["message"]

@@ -28,7 +28,7 @@ EDITS = {
     "database": ("storage", 30),
     "job": ("max_duration_seconds", 600),
     "helm": ("timeout_sec", 900),
-    "terraform": ("engine", "OPENTOFU"),
+    "terraform": ("engine", "OPEN_TOFU"),
 }
 FIXTURES = {"application": APP, "container": CONTAINER, "database": DATABASE, "job": JOB, "helm": HELM,
             "terraform": TERRAFORM}

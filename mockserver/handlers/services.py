@@ -36,7 +36,9 @@ EDITABLE = {
             "max_duration_seconds", "auto_deploy"),
     "helm": ("name", "description", "source", "values_override", "allow_cluster_wide_resources", "timeout_sec",
              "arguments", "auto_deploy"),
-    "terraform": ("name", "description", "git_repository", "engine", "engine_version", "tfvars_files"),
+    "terraform": ("name", "description", "terraform_files_source", "terraform_variables_source", "backend", "engine",
+                  "provider_version", "timeout_sec", "job_resources", "use_cluster_credentials",
+                  "action_extra_arguments", "auto_deploy", "git_repository", "engine_version", "tfvars_files"),
 }
 
 
@@ -159,8 +161,35 @@ def build_helm(ctx, body, env):
 
 
 def build_terraform(ctx, body, env):
-    return {"git_repository": _git(ctx, body["git_repository"]), "engine": body.get("engine", "TERRAFORM"),
-            "engine_version": body.get("engine_version", "1.9.8"), "tfvars_files": body.get("tfvars_files", [])}
+    """The platform's payload (terraform_files_source, terraform_variables_source, provider_version, ...);
+    the earlier flat fields (git_repository, engine_version, tfvars_files) are read when the nested ones are
+    absent, and records carry both, the flat ones mirroring the nested ones."""
+    files = body.get("terraform_files_source") or {"git_repository": body["git_repository"]}
+    repository = _git(ctx, files["git_repository"])
+    variables = body.get("terraform_variables_source") or {}
+    paths = list(variables.get("tf_var_file_paths", body.get("tfvars_files", [])))
+    version = dict(body.get("provider_version") or {})
+    version.setdefault("read_from_terraform_block", False)
+    if not version["read_from_terraform_block"]:
+        version.setdefault("explicit_version", body.get("engine_version", "1.9.8"))
+    resources = {"cpu_milli": 500, "ram_mib": 512, "gpu": 0, "storage_gib": 1, **(body.get("job_resources") or {})}
+    out = {"terraform_files_source": {"git_repository": repository},
+           "terraform_variables_source": {"tf_var_file_paths": paths,
+                                          "tf_vars": [_tf_var(var) for var in variables.get("tf_vars", [])]},
+           "backend": body.get("backend") or {"kubernetes": {}}, "engine": body.get("engine", "TERRAFORM"),
+           "provider_version": version, "timeout_sec": body.get("timeout_sec", 1800), "job_resources": resources,
+           "use_cluster_credentials": body.get("use_cluster_credentials", False),
+           "auto_deploy": body.get("auto_deploy", True),
+           "git_repository": repository, "engine_version": version.get("explicit_version", ""), "tfvars_files": paths}
+    if body.get("action_extra_arguments"):
+        out["action_extra_arguments"] = body["action_extra_arguments"]
+    return out
+
+
+def _tf_var(var):
+    """A Terraform variable as records show it: a secret one without its value."""
+    secret = var.get("secret", False)
+    return {"key": var["key"], "secret": secret, **({} if secret else {"value": var.get("value", "")})}
 
 
 BUILDERS = {"application": build_application, "container": build_container, "database": build_database,
@@ -218,7 +247,8 @@ def edit(ctx, kind):
     entry = service(ctx, kind)
     if "name" in body and rt.store.services.name_taken(entry.parent, body["name"], exclude=entry.id):
         raise conflict(f"a service named {body['name']!r} already exists in this environment")
-    rebuilt = BUILDERS[kind](ctx, {**_request_view(entry.data), **body}, rt.store.environments.find(entry.parent))
+    rebuilt = BUILDERS[kind](ctx, {**_request_view(entry.data, body), **body},
+                             rt.store.environments.find(entry.parent))
     _count_registry(ctx, entry.data, -1)
     merge(entry.data, body, ("name", "description"))
     for name in EDITABLE[kind]:
@@ -226,15 +256,24 @@ def edit(ctx, kind):
             entry.data[name] = rebuilt[name]
     if "registry" in rebuilt:                      # a container's registry follows its registry_id
         entry.data["registry"] = rebuilt["registry"]
+    if kind == "terraform":                        # the flat fields mirror the nested ones: all follow
+        entry.data.update(rebuilt)
     _count_registry(ctx, entry.data, +1)
     touch(rt, entry, ctx.now)
     return entry.data
 
 
-def _request_view(data):
+def _request_view(data, body):
     """A record seen as the create payload that would produce it (for rebuilding on edit); the deployed
-    commit is kept by `_git`."""
-    return dict(data)
+    commit is kept by `_git`. A Terraform edit sent with the earlier flat fields rebuilds from those."""
+    out = dict(data)
+    for flat, nested in (("git_repository", "terraform_files_source"), ("engine_version", "provider_version")):
+        if nested in out and flat in body and nested not in body:
+            out.pop(nested)
+    if "tfvars_files" in body and "terraform_variables_source" not in body and "terraform_variables_source" in out:
+        out["terraform_variables_source"] = {**out["terraform_variables_source"],
+                                             "tf_var_file_paths": body["tfvars_files"]}
+    return out
 
 
 def delete(ctx, kind):

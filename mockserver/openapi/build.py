@@ -17,7 +17,7 @@ import yaml
 from .ids import IDS
 from .operations import PARAM_EXAMPLES, PATH_PARAM, SERVICE_KINDS, all_operations
 from .schemas import (BASE, BASE_REQUIRED, DATABASE_VERSIONS, GIT_REPOSITORY, HELM_SOURCE, ICON_BASE, JOB_SOURCE,
-                      REFERENCE, SCHEMAS, enum, integer, obj, page_list, ref, s, uuid)
+                      REFERENCE, SCHEMAS, TF_VARIABLES_SOURCE, enum, integer, obj, page_list, ref, s, uuid)
 
 DOCUMENT = Path(__file__).with_name("openapi.yaml")
 ERRORS = {
@@ -85,7 +85,11 @@ RECORD_EXTRAS = {
     "helm": {"properties": {"source": HELM_SOURCE},
              "required": ["arguments", "allow_cluster_wide_resources", "values_override", "timeout_sec",
                           "auto_deploy"]},
-    "terraform": {"properties": {}, "required": ["engine", "engine_version", "tfvars_files"]},
+    "terraform": {"properties": {"terraform_files_source": obj({"git_repository": GIT_REPOSITORY}, ["git_repository"]),
+                                 "terraform_variables_source": TF_VARIABLES_SOURCE},
+                  "required": ["terraform_files_source", "terraform_variables_source", "backend", "engine",
+                               "provider_version", "timeout_sec", "job_resources", "use_cluster_credentials",
+                               "auto_deploy", "git_repository", "engine_version", "tfvars_files"]},
 }
 
 

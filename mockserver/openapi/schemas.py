@@ -222,6 +222,25 @@ HELM_SOURCE = obj({"git_repository": GIT_REPOSITORY,
                                            "chart_name": s("ingress-nginx"), "chart_version": s("4.11.3")},
                                           ["repository_id", "chart_name", "chart_version"])},
                   oneOf=[{"required": ["git_repository"]}, {"required": ["helm_repository"]}])
+# ---- Terraform services: the platform's payload
+TF_ENGINES = ["TERRAFORM", "OPEN_TOFU"]
+TF_VARIABLES_SOURCE_REQUEST = obj({
+    "tf_var_file_paths": arr(s("env/production.tfvars", minLength=1, maxLength=1024), maxItems=100),
+    "tf_vars": arr(obj({"key": s("region", minLength=1, maxLength=255), "value": s("eu-west-3", maxLength=65536),
+                        "secret": boolean(False)}, ["key", "value"]), maxItems=200),
+})
+TF_VARIABLES_SOURCE = obj({
+    "tf_var_file_paths": arr(s("env/production.tfvars")),
+    "tf_vars": arr(obj({"key": s("region"), "value": s("eu-west-3", description="left out when secret"),
+                        "secret": boolean(False)}, ["key", "secret"])),
+}, ["tf_var_file_paths", "tf_vars"])
+TF_BACKEND = obj({"kubernetes": obj({}), "user_provided": obj({})},
+                 oneOf=[{"required": ["kubernetes"]}, {"required": ["user_provided"]}])
+TF_PROVIDER_VERSION = obj({"read_from_terraform_block": boolean(False),
+                           "explicit_version": s("1.9.8", minLength=1, maxLength=32)})
+TF_JOB_RESOURCES = obj({"cpu_milli": integer(500, minimum=10, maximum=64000),
+                        "ram_mib": integer(512, minimum=16, maximum=262144),
+                        "gpu": integer(0, minimum=0, maximum=16), "storage_gib": integer(1, minimum=1, maximum=1024)})
 HELM_PAIRS = arr(arr(s("controller.replicaCount", maxLength=4096), minItems=2, maxItems=2,
                      example=["controller.replicaCount", "2"]), maxItems=200)
 HELM_VALUES_OVERRIDE = obj({
@@ -458,9 +477,19 @@ SCHEMAS = {
     ),
     "TerraformRequest": obj(
         {"name": s("infra", minLength=1, maxLength=255), "description": DESCRIPTION,
-         "git_repository": GIT_REPOSITORY_REQUEST, "engine": enum(["TERRAFORM", "OPENTOFU"]),
-         "engine_version": s("1.9.8", maxLength=32), "tfvars_files": arr(s("env/production.tfvars"))},
-        ["name", "git_repository"],
+         "terraform_files_source": obj({"git_repository": HELM_GIT_SOURCE}, ["git_repository"]),
+         "terraform_variables_source": TF_VARIABLES_SOURCE_REQUEST,
+         "backend": TF_BACKEND, "engine": enum(TF_ENGINES), "provider_version": TF_PROVIDER_VERSION,
+         "timeout_sec": integer(1800, minimum=1, maximum=86400), "job_resources": TF_JOB_RESOURCES,
+         "use_cluster_credentials": boolean(False),
+         "action_extra_arguments": {"type": "object", "additionalProperties": arr(s("-lock=false", maxLength=1024)),
+                                    "example": {"apply": ["-lock=false"]}},
+         "auto_deploy": boolean(True),
+         # the mock's earlier flat fields, still accepted: git_repository, engine_version, tfvars_files
+         "git_repository": GIT_REPOSITORY_REQUEST, "engine_version": s("1.9.8", maxLength=32),
+         "tfvars_files": arr(s("env/production.tfvars"))},
+        ["name"],
+        anyOf=[{"required": ["terraform_files_source"]}, {"required": ["git_repository"]}],
     ),
     # ------------------------------------------------------------ variables and secrets
     "VariableReference": obj({"id": uuid(), "key": s("DATABASE_URL"), "value": nullable(s("postgres://orders")),
