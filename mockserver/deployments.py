@@ -60,7 +60,8 @@ class Deployments:
             raise conflict(f"cannot stop {entry.meta['type'].lower()} {entry.id}: it is {state}, not running")
         if action == "RESTART" and state not in RUNNING:
             raise conflict(f"cannot restart {entry.meta['type'].lower()} {entry.id}: it is {state}, not running")
-        request = self._request(ctx, entry.id, entry.parent, action, entry.meta["type"], entry.data["name"])
+        source = "image" if "image" in (entry.data.get("source") or {}) else None
+        request = self._request(ctx, entry.id, entry.parent, action, entry.meta["type"], entry.data["name"], source)
         request.commit = commit
         request.rev = self.config_rev(entry)
         return lifecycle.submit(request, now, QUEUE_DELAY / self.rt.settings.speed)
@@ -69,9 +70,9 @@ class Deployments:
         request = self._request(ctx, entry.id, entry.id, "UPGRADE", None, entry.data["name"])
         return self.rt.lifecycle.submit(request, ctx.now, QUEUE_DELAY / self.rt.settings.speed)
 
-    def _request(self, ctx, target, queue, action, service_type, name):
+    def _request(self, ctx, target, queue, action, service_type, name, source=None):
         effects = ctx.effects.get("deployment", {})
-        steps = plan(action, service_type, self.rt.settings.speed, effects.get("durations"))
+        steps = plan(action, service_type, self.rt.settings.speed, effects.get("durations"), source)
         request = Request(id=self.rt.new_id(), target=target, org=ctx.org, queue=queue, action=action,
                           service_type=service_type, name=name, created_at=ctx.now, steps=steps, call_id=ctx.call_id,
                           triggered_by=ctx.token.name if ctx.token else "fixtures")

@@ -304,3 +304,12 @@ def test_terraform_engine_is_the_platforms_enum(client):
     reply = client.post(f"/environment/{ENV}/terraform", json={**TERRAFORM_BODY, "engine": "OPENTOFU"})
     assert reply.status_code == 400
     assert "body.engine" in reply.json()["message"]
+
+
+def test_job_from_an_image_deploys_like_a_container_without_a_build(client):
+    record = created(client.post(f"/environment/{ENV}/job", json={
+        "name": "image-runner", "source": JOB_SOURCES["image"], "schedule": SCHEDULES["on_start"]}))
+    assert client.post(f"/job/{record['id']}/deploy").status_code == 202
+    advance(client, 30)
+    steps = [step["step_name"] for step in client.get(f"/job/{record['id']}/status").json()["steps"]["details"]]
+    assert steps[0] == "MIRROR_IMAGE" and "BUILD" not in steps and "GIT_CLONE" not in steps
