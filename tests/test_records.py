@@ -313,3 +313,37 @@ def test_job_from_an_image_deploys_like_a_container_without_a_build(client):
     advance(client, 30)
     steps = [step["step_name"] for step in client.get(f"/job/{record['id']}/status").json()["steps"]["details"]]
     assert steps[0] == "MIRROR_IMAGE" and "BUILD" not in steps and "GIT_CLONE" not in steps
+
+
+@pytest.mark.parametrize("url", ["https://[", "https://", "https://codehost1"])
+def test_git_url_without_a_known_host_has_no_provider(client, url):
+    record = application(client, {"url": url})
+    assert "provider" not in record["git_repository"]
+
+
+def test_unknown_nested_fields_are_ignored_not_echoed(client):
+    helm = created(client.post(f"/environment/{ENV}/helm", json={
+        "name": "echo", "source": {"helm_repository": {**HELM_SOURCES["helm_repository"]["helm_repository"],
+                                                       "extra": 1}},
+        "values_override": {"file": {"raw": {"values": [{"name": "a.yaml", "content": "x: 1", "extra": 10**30}]}}}}))
+    assert helm["values_override"]["file"] == {"raw": {"values": [{"name": "a.yaml", "content": "x: 1"}]}}
+    assert "extra" not in helm["source"]["helm_repository"]
+    terraform = created(client.post(f"/environment/{ENV}/terraform", json={
+        **TERRAFORM_BODY, "name": "echo-tf", "backend": {"kubernetes": {"extra": 10**30}},
+        "job_resources": {"cpu_milli": 250, "extra": 1}, "provider_version": {"explicit_version": "1.7.0", "x": 2}}))
+    assert terraform["backend"] == {"kubernetes": {}}
+    assert terraform["job_resources"] == {"cpu_milli": 250, "ram_mib": 512, "gpu": 0, "storage_gib": 1}
+    assert terraform["provider_version"] == {"read_from_terraform_block": False, "explicit_version": "1.7.0"}
+    assert client.get(f"/environment/{ENV}/terraform").status_code == 200
+
+
+def test_empty_engine_version_falls_back_to_the_default(client):
+    record = created(client.post(f"/environment/{ENV}/terraform", json={"name": "v", "git_repository": GIT,
+                                                                        "engine_version": ""}))
+    assert record["provider_version"]["explicit_version"] == record["engine_version"] == "1.9.8"
+
+
+def test_huge_page_number_is_400_not_an_error(client):
+    reply = client.get(f"/environment/{ENV}/helm", params={"page": 10**25})
+    assert reply.status_code == 400
+    assert "query.page" in reply.json()["message"]

@@ -47,7 +47,10 @@ PROVIDER_HOSTS = (("codehost1.", "CODEHOST1"), ("codehost2.", "CODEHOST2"))
 
 
 def provider_of(url):
-    host = (urlsplit(url).hostname or "").lower()
+    try:
+        host = (urlsplit(url).hostname or "").lower()
+    except ValueError:                             # e.g. "https://[" : not a host the platform knows
+        return None
     return next((name for prefix, name in PROVIDER_HOSTS if host.startswith(prefix) or f".{prefix}" in host), None)
 
 
@@ -152,8 +155,13 @@ def build_helm(ctx, body, env):
                                      "chart_version": chart["chart_version"]}}
     values = body.get("values_override") or {}
     override = {name: [list(pair) for pair in values.get(name, [])] for name in ("set", "set_string", "set_json")}
-    if values.get("file"):
-        override["file"] = values["file"]
+    file = values.get("file") or {}
+    if file.get("raw"):
+        override["file"] = {"raw": {"values": [{"name": v["name"], "content": v["content"]}
+                                               for v in file["raw"]["values"]]}}
+    elif file.get("git"):
+        override["file"] = {"git": {"git_repository": _git(ctx, file["git"]["git_repository"]),
+                                    "paths": list(file["git"]["paths"])}}
     return {"source": built, "arguments": list(body.get("arguments", [])),
             "allow_cluster_wide_resources": body.get("allow_cluster_wide_resources", False),
             "values_override": override, "timeout_sec": body.get("timeout_sec", 600),
@@ -168,15 +176,18 @@ def build_terraform(ctx, body, env):
     repository = _git(ctx, files["git_repository"])
     variables = body.get("terraform_variables_source") or {}
     paths = list(variables.get("tf_var_file_paths", body.get("tfvars_files", [])))
-    version = dict(body.get("provider_version") or {})
-    version.setdefault("read_from_terraform_block", False)
-    if not version["read_from_terraform_block"]:
-        version.setdefault("explicit_version", body.get("engine_version", "1.9.8"))
-    resources = {"cpu_milli": 500, "ram_mib": 512, "gpu": 0, "storage_gib": 1, **(body.get("job_resources") or {})}
+    sent = body.get("provider_version") or {}
+    version = {"read_from_terraform_block": sent.get("read_from_terraform_block", False)}
+    if sent.get("explicit_version") or not version["read_from_terraform_block"]:
+        version["explicit_version"] = sent.get("explicit_version") or body.get("engine_version") or "1.9.8"
+    resources = {name: (body.get("job_resources") or {}).get(name, default)
+                 for name, default in (("cpu_milli", 500), ("ram_mib", 512), ("gpu", 0), ("storage_gib", 1))}
+    backend = body.get("backend") or {}
     out = {"terraform_files_source": {"git_repository": repository},
            "terraform_variables_source": {"tf_var_file_paths": paths,
                                           "tf_vars": [_tf_var(var) for var in variables.get("tf_vars", [])]},
-           "backend": body.get("backend") or {"kubernetes": {}}, "engine": body.get("engine", "TERRAFORM"),
+           "backend": {"user_provided": {}} if "user_provided" in backend else {"kubernetes": {}},
+           "engine": body.get("engine", "TERRAFORM"),
            "provider_version": version, "timeout_sec": body.get("timeout_sec", 1800), "job_resources": resources,
            "use_cluster_credentials": body.get("use_cluster_credentials", False),
            "auto_deploy": body.get("auto_deploy", True),

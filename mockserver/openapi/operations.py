@@ -73,7 +73,7 @@ def q(name, schema, description):
 
 
 # `page` and `page_size` on the lists that grow without bound (see README, Pagination)
-PAGE_QUERY = [q("page", {"type": "integer", "minimum": 1, "example": 1}, "Page number, from 1; without page and "
+PAGE_QUERY = [q("page", {"type": "integer", "minimum": 1, "maximum": 1000000, "example": 1}, "Page number, from 1; without page and "
                 "page_size the whole list is returned"),
               q("page_size", {"type": "integer", "minimum": 1, "maximum": 100, "example": 20},
                 "Records per page (20 when only page is given)")]
@@ -278,7 +278,7 @@ def organization_ops():
 
 
 def misc_service_ops():
-    page = {"type": "integer", "minimum": 1, "example": 1}
+    page = {"type": "integer", "minimum": 1, "maximum": 1000000, "example": 1}
     return [
         Op("GET", "/application/{app_id}/log", "getApplicationLogs", "read", 200, "LogList", tag="Applications",
            summary="Build and runtime log lines, newest last",
