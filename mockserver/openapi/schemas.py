@@ -63,6 +63,12 @@ CLOUD_PROVIDERS = ["CLOUDA", "CLOUDB", "CLOUDC", "ON_PREMISE"]
 
 
 # ---------------------------------------------------------------- helpers
+def needs(name):
+    """A oneOf/anyOf branch: an object that has `name`. It names its type too, so that no generator
+    reads the branch alone as "any value"."""
+    return {"type": "object", "required": [name]}
+
+
 def ref(name):
     return {"$ref": f"#/components/schemas/{name}"}
 
@@ -188,13 +194,13 @@ DOCKERFILE_PATH = s("Dockerfile", minLength=1, maxLength=255)
 JOB_SOURCE_REQUEST = obj(
     {"image": IMAGE_SOURCE,
      "docker": obj({"git_repository": GIT_REPOSITORY_REQUEST, "dockerfile_path": DOCKERFILE_PATH}, ["git_repository"])},
-    oneOf=[{"required": ["image"]}, {"required": ["docker"]}],
+    oneOf=[needs("image"), needs("docker")],
 )
 JOB_SOURCE = obj(
     {"image": IMAGE_SOURCE,
      "docker": obj({"git_repository": GIT_REPOSITORY, "dockerfile_path": DOCKERFILE_PATH},
                    ["git_repository", "dockerfile_path"])},
-    oneOf=[{"required": ["image"]}, {"required": ["docker"]}],
+    oneOf=[needs("image"), needs("docker")],
 )
 JOB_COMMAND = {"arguments": arr(s("--full", maxLength=1024), maxItems=100),
                "entrypoint": s("/app/report", minLength=1, maxLength=1024)}
@@ -202,8 +208,8 @@ JOB_SCHEDULE = obj(
     {"on_start": obj(JOB_COMMAND), "on_stop": obj(JOB_COMMAND), "on_delete": obj(JOB_COMMAND),
      "cronjob": obj({"scheduled_at": s("0 3 * * *", minLength=1, maxLength=64), **JOB_COMMAND}, ["scheduled_at"])},
     # a cron job, or a lifecycle job (one or more events), never both
-    oneOf=[{"required": ["cronjob"]},
-           {"anyOf": [{"required": ["on_start"]}, {"required": ["on_stop"]}, {"required": ["on_delete"]}]}],
+    oneOf=[needs("cronjob"),
+           {"type": "object", "anyOf": [needs("on_start"), needs("on_stop"), needs("on_delete")]}],
 )
 HELM_REPOSITORY_ID = "5d7f9b1d-3f5a-4c7e-9b1d-3f5a7c9e1b3d"
 HELM_GIT_SOURCE = obj({"url": GIT_URL, "branch": s("main", minLength=1, maxLength=255),
@@ -213,15 +219,15 @@ HELM_REPOSITORY_SOURCE = obj(
      "repository": uuid(HELM_REPOSITORY_ID, description="the same id under the platform's other name"),
      "chart_name": s("ingress-nginx", minLength=1, maxLength=255), "chart_version": s("4.11.3", minLength=1, maxLength=64)},
     ["chart_name", "chart_version"],
-    anyOf=[{"required": ["repository_id"]}, {"required": ["repository"]}],
+    anyOf=[needs("repository_id"), needs("repository")],
 )
 HELM_SOURCE_REQUEST = obj({"git_repository": HELM_GIT_SOURCE, "helm_repository": HELM_REPOSITORY_SOURCE},
-                          oneOf=[{"required": ["git_repository"]}, {"required": ["helm_repository"]}])
+                          oneOf=[needs("git_repository"), needs("helm_repository")])
 HELM_SOURCE = obj({"git_repository": GIT_REPOSITORY,
                    "helm_repository": obj({"repository_id": HELM_REPOSITORY_SOURCE["properties"]["repository_id"],
                                            "chart_name": s("ingress-nginx"), "chart_version": s("4.11.3")},
                                           ["repository_id", "chart_name", "chart_version"])},
-                  oneOf=[{"required": ["git_repository"]}, {"required": ["helm_repository"]}])
+                  oneOf=[needs("git_repository"), needs("helm_repository")])
 # ---- Terraform services: the platform's payload
 TF_ENGINES = ["TERRAFORM", "OPEN_TOFU"]
 TF_VARIABLES_SOURCE_REQUEST = obj({
@@ -235,7 +241,7 @@ TF_VARIABLES_SOURCE = obj({
                         "secret": boolean(False)}, ["key", "secret"])),
 }, ["tf_var_file_paths", "tf_vars"])
 TF_BACKEND = obj({"kubernetes": obj({}), "user_provided": obj({})},
-                 oneOf=[{"required": ["kubernetes"]}, {"required": ["user_provided"]}])
+                 oneOf=[needs("kubernetes"), needs("user_provided")])
 TF_PROVIDER_VERSION = obj({"read_from_terraform_block": boolean(False),
                            "explicit_version": s("1.9.8", minLength=1, maxLength=32)})
 TF_JOB_RESOURCES = obj({"cpu_milli": integer(500, minimum=10, maximum=64000),
@@ -489,7 +495,7 @@ SCHEMAS = {
          "git_repository": GIT_REPOSITORY_REQUEST, "engine_version": s("1.9.8", maxLength=32),
          "tfvars_files": arr(s("env/production.tfvars"))},
         ["name"],
-        anyOf=[{"required": ["terraform_files_source"]}, {"required": ["git_repository"]}],
+        anyOf=[needs("terraform_files_source"), needs("git_repository")],
     ),
     # ------------------------------------------------------------ variables and secrets
     "VariableReference": obj({"id": uuid(), "key": s("DATABASE_URL"), "value": nullable(s("postgres://orders")),
