@@ -63,10 +63,10 @@ CLOUD_PROVIDERS = ["CLOUDA", "CLOUDB", "CLOUDC", "ON_PREMISE"]
 
 
 # ---------------------------------------------------------------- helpers
-def needs(name):
-    """A oneOf/anyOf branch: an object that has `name`. It names its type too, so that no generator
-    reads the branch alone as "any value"."""
-    return {"type": "object", "required": [name]}
+def one_of(**branches):
+    """Exactly one of these fields: each branch a whole object with its field (a body with two matches
+    both branches, so it is refused), so that generators can build each branch on its own."""
+    return {"oneOf": [obj({name: schema}, [name]) for name, schema in branches.items()]}
 
 
 def ref(name):
@@ -191,43 +191,35 @@ IMAGE_SOURCE = obj(
 VARIABLE_DESCRIPTION = nullable(s("Connection string of the orders database", maxLength=255))
 # ---- jobs and Helm services: the platform's nested payloads (one source kind each, see README)
 DOCKERFILE_PATH = s("Dockerfile", minLength=1, maxLength=255)
-JOB_SOURCE_REQUEST = obj(
-    {"image": IMAGE_SOURCE,
-     "docker": obj({"git_repository": GIT_REPOSITORY_REQUEST, "dockerfile_path": DOCKERFILE_PATH}, ["git_repository"])},
-    oneOf=[needs("image"), needs("docker")],
-)
-JOB_SOURCE = obj(
-    {"image": IMAGE_SOURCE,
-     "docker": obj({"git_repository": GIT_REPOSITORY, "dockerfile_path": DOCKERFILE_PATH},
-                   ["git_repository", "dockerfile_path"])},
-    oneOf=[needs("image"), needs("docker")],
-)
+JOB_DOCKER_REQUEST = obj({"git_repository": GIT_REPOSITORY_REQUEST, "dockerfile_path": DOCKERFILE_PATH},
+                         ["git_repository"])
+JOB_DOCKER = obj({"git_repository": GIT_REPOSITORY, "dockerfile_path": DOCKERFILE_PATH},
+                 ["git_repository", "dockerfile_path"])
+JOB_SOURCE_REQUEST = one_of(image=IMAGE_SOURCE, docker=JOB_DOCKER_REQUEST)
+JOB_SOURCE = one_of(image=IMAGE_SOURCE, docker=JOB_DOCKER)
 JOB_COMMAND = {"arguments": arr(s("--full", maxLength=1024), maxItems=100),
                "entrypoint": s("/app/report", minLength=1, maxLength=1024)}
-JOB_SCHEDULE = obj(
-    {"on_start": obj(JOB_COMMAND), "on_stop": obj(JOB_COMMAND), "on_delete": obj(JOB_COMMAND),
-     "cronjob": obj({"scheduled_at": s("0 3 * * *", minLength=1, maxLength=64), **JOB_COMMAND}, ["scheduled_at"])},
-    # a cron job, or a lifecycle job (one or more events), never both
-    oneOf=[needs("cronjob"),
-           {"type": "object", "anyOf": [needs("on_start"), needs("on_stop"), needs("on_delete")]}],
-)
+JOB_CRON = obj({"scheduled_at": s("0 3 * * *", minLength=1, maxLength=64), **JOB_COMMAND}, ["scheduled_at"])
+# a cron job, or a lifecycle job (one or more events), never both
+JOB_SCHEDULE = {"oneOf": [
+    obj({"cronjob": JOB_CRON}, ["cronjob"]),
+    {"anyOf": [obj({event: obj(JOB_COMMAND)}, [event]) for event in ("on_start", "on_stop", "on_delete")]},
+], "example": {"cronjob": {"scheduled_at": "0 3 * * *"}}}
 HELM_REPOSITORY_ID = "5d7f9b1d-3f5a-4c7e-9b1d-3f5a7c9e1b3d"
 HELM_GIT_SOURCE = obj({"url": GIT_URL, "branch": s("main", minLength=1, maxLength=255),
                        "root_path": s("/charts/ingress", maxLength=255), "git_token_id": uuid()}, ["url"])
-HELM_REPOSITORY_SOURCE = obj(
-    {"repository_id": uuid(HELM_REPOSITORY_ID, description="id of the Helm repository"),
-     "repository": uuid(HELM_REPOSITORY_ID, description="the same id under the platform's other name"),
-     "chart_name": s("ingress-nginx", minLength=1, maxLength=255), "chart_version": s("4.11.3", minLength=1, maxLength=64)},
-    ["chart_name", "chart_version"],
-    anyOf=[needs("repository_id"), needs("repository")],
-)
-HELM_SOURCE_REQUEST = obj({"git_repository": HELM_GIT_SOURCE, "helm_repository": HELM_REPOSITORY_SOURCE},
-                          oneOf=[needs("git_repository"), needs("helm_repository")])
-HELM_SOURCE = obj({"git_repository": GIT_REPOSITORY,
-                   "helm_repository": obj({"repository_id": HELM_REPOSITORY_SOURCE["properties"]["repository_id"],
-                                           "chart_name": s("ingress-nginx"), "chart_version": s("4.11.3")},
-                                          ["repository_id", "chart_name", "chart_version"])},
-                  oneOf=[needs("git_repository"), needs("helm_repository")])
+HELM_CHART = {"chart_name": s("ingress-nginx", minLength=1, maxLength=255),
+              "chart_version": s("4.11.3", minLength=1, maxLength=64)}
+# the Helm repository's id as `repository_id`, or as `repository` (the platform's other name for it)
+HELM_REPOSITORY_SOURCE = {"anyOf": [
+    obj({"repository_id": uuid(HELM_REPOSITORY_ID), **HELM_CHART}, ["repository_id", "chart_name", "chart_version"]),
+    obj({"repository": uuid(HELM_REPOSITORY_ID), **HELM_CHART}, ["repository", "chart_name", "chart_version"]),
+]}
+HELM_SOURCE_REQUEST = one_of(git_repository=HELM_GIT_SOURCE, helm_repository=HELM_REPOSITORY_SOURCE)
+HELM_SOURCE = one_of(git_repository=GIT_REPOSITORY,
+                     helm_repository=obj({"repository_id": uuid(HELM_REPOSITORY_ID), "chart_name": s("ingress-nginx"),
+                                          "chart_version": s("4.11.3")},
+                                         ["repository_id", "chart_name", "chart_version"]))
 # ---- Terraform services: the platform's payload
 TF_ENGINES = ["TERRAFORM", "OPEN_TOFU"]
 TF_VARIABLES_SOURCE_REQUEST = obj({
@@ -240,8 +232,7 @@ TF_VARIABLES_SOURCE = obj({
     "tf_vars": arr(obj({"key": s("region"), "value": s("eu-west-3", description="left out when secret"),
                         "secret": boolean(False)}, ["key", "secret"])),
 }, ["tf_var_file_paths", "tf_vars"])
-TF_BACKEND = obj({"kubernetes": obj({}), "user_provided": obj({})},
-                 oneOf=[needs("kubernetes"), needs("user_provided")])
+TF_BACKEND = one_of(kubernetes=obj({}), user_provided=obj({}))
 TF_PROVIDER_VERSION = obj({"read_from_terraform_block": boolean(False),
                            "explicit_version": s("1.9.8", minLength=1, maxLength=32)})
 TF_JOB_RESOURCES = obj({"cpu_milli": integer(500, minimum=10, maximum=64000),
@@ -495,7 +486,8 @@ SCHEMAS = {
          "git_repository": GIT_REPOSITORY_REQUEST, "engine_version": s("1.9.8", maxLength=32),
          "tfvars_files": arr(s("env/production.tfvars"))},
         ["name"],
-        anyOf=[needs("terraform_files_source"), needs("git_repository")],
+        anyOf=[{"type": "object", "required": ["terraform_files_source"]},
+               {"type": "object", "required": ["git_repository"]}],
     ),
     # ------------------------------------------------------------ variables and secrets
     "VariableReference": obj({"id": uuid(), "key": s("DATABASE_URL"), "value": nullable(s("postgres://orders")),
