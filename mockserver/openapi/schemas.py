@@ -63,10 +63,14 @@ CLOUD_PROVIDERS = ["CLOUDA", "CLOUDB", "CLOUDC", "ON_PREMISE"]
 
 
 # ---------------------------------------------------------------- helpers
+ABSENT = {"not": {}}        # a field that must not be there
+
+
 def one_of(**branches):
-    """Exactly one of these fields: each branch a whole object with its field (a body with two matches
-    both branches, so it is refused), so that generators can build each branch on its own."""
-    return {"oneOf": [obj({name: schema}, [name]) for name, schema in branches.items()]}
+    """Exactly one of these fields: each branch a whole object with its field and without the others
+    (so generators can build each branch on its own, and a handler can trust the field it finds)."""
+    return {"oneOf": [obj({**{other: ABSENT for other in branches if other != name}, name: schema}, [name])
+                      for name, schema in branches.items()]}
 
 
 def ref(name):
@@ -201,9 +205,11 @@ JOB_COMMAND = {"arguments": arr(s("--full", maxLength=1024), maxItems=100),
                "entrypoint": s("/app/report", minLength=1, maxLength=1024)}
 JOB_CRON = obj({"scheduled_at": s("0 3 * * *", minLength=1, maxLength=64), **JOB_COMMAND}, ["scheduled_at"])
 # a cron job, or a lifecycle job (one or more events), never both
+LIFECYCLE = ("on_start", "on_stop", "on_delete")
 JOB_SCHEDULE = {"oneOf": [
-    obj({"cronjob": JOB_CRON}, ["cronjob"]),
-    {"anyOf": [obj({event: obj(JOB_COMMAND)}, [event]) for event in ("on_start", "on_stop", "on_delete")]},
+    obj({"cronjob": JOB_CRON, **{event: ABSENT for event in LIFECYCLE}}, ["cronjob"]),
+    {"anyOf": [obj({"cronjob": ABSENT, **{other: obj(JOB_COMMAND) for other in LIFECYCLE}}, [event])
+               for event in LIFECYCLE]},
 ], "example": {"cronjob": {"scheduled_at": "0 3 * * *"}}}
 HELM_REPOSITORY_ID = "5d7f9b1d-3f5a-4c7e-9b1d-3f5a7c9e1b3d"
 HELM_GIT_SOURCE = obj({"url": GIT_URL, "branch": s("main", minLength=1, maxLength=255),
@@ -211,10 +217,9 @@ HELM_GIT_SOURCE = obj({"url": GIT_URL, "branch": s("main", minLength=1, maxLengt
 HELM_CHART = {"chart_name": s("ingress-nginx", minLength=1, maxLength=255),
               "chart_version": s("4.11.3", minLength=1, maxLength=64)}
 # the Helm repository's id as `repository_id`, or as `repository` (the platform's other name for it)
-HELM_REPOSITORY_SOURCE = {"anyOf": [
-    obj({"repository_id": uuid(HELM_REPOSITORY_ID), **HELM_CHART}, ["repository_id", "chart_name", "chart_version"]),
-    obj({"repository": uuid(HELM_REPOSITORY_ID), **HELM_CHART}, ["repository", "chart_name", "chart_version"]),
-]}
+HELM_REPOSITORY_IDS = {"repository_id": uuid(HELM_REPOSITORY_ID), "repository": uuid(HELM_REPOSITORY_ID)}
+HELM_REPOSITORY_SOURCE = {"anyOf": [obj({**HELM_REPOSITORY_IDS, **HELM_CHART}, [name, "chart_name", "chart_version"])
+                                    for name in HELM_REPOSITORY_IDS]}
 HELM_SOURCE_REQUEST = one_of(git_repository=HELM_GIT_SOURCE, helm_repository=HELM_REPOSITORY_SOURCE)
 HELM_SOURCE = one_of(git_repository=GIT_REPOSITORY,
                      helm_repository=obj({"repository_id": uuid(HELM_REPOSITORY_ID), "chart_name": s("ingress-nginx"),
