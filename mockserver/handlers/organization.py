@@ -23,9 +23,10 @@ def get_organization_by_id(ctx):
 # ---------------------------------------------------------------- projects
 def project_view(rt, entry):
     """A project record with the counts the platform computes on read."""
-    environments = rt.store.environments.under(entry.id)
+    environments = rt.store.environments.children.get(entry.id, {})
+    services = rt.store.services.children
     return {**entry.data, "associated_environments_count": len(environments),
-            "associated_services_count": sum(len(rt.store.services.under(env.id)) for env in environments)}
+            "associated_services_count": sum(len(services.get(env_id, ())) for env_id in environments)}
 
 
 def list_projects(ctx):
