@@ -18,6 +18,13 @@ ICONS = {"APPLICATION": "application", "CONTAINER": "container", "DATABASE": "da
 RUNNING = {"DEPLOYED", "RESTARTED"}
 
 
+def repository_of(data):
+    """The git repository a service builds from (applications, Terraform, jobs and Helm from git), or None."""
+    source = data.get("source") or {}
+    return data.get("git_repository") or (source.get("docker") or {}).get("git_repository") or \
+        source.get("git_repository")
+
+
 def next_version(version):
     if version in K8S_VERSIONS and K8S_VERSIONS.index(version) + 1 < len(K8S_VERSIONS):
         return K8S_VERSIONS[K8S_VERSIONS.index(version) + 1]
@@ -53,7 +60,8 @@ class Deployments:
             raise conflict(f"cannot stop {entry.meta['type'].lower()} {entry.id}: it is {state}, not running")
         if action == "RESTART" and state not in RUNNING:
             raise conflict(f"cannot restart {entry.meta['type'].lower()} {entry.id}: it is {state}, not running")
-        request = self._request(ctx, entry.id, entry.parent, action, entry.meta["type"], entry.data["name"])
+        source = "image" if "image" in (entry.data.get("source") or {}) else None
+        request = self._request(ctx, entry.id, entry.parent, action, entry.meta["type"], entry.data["name"], source)
         request.commit = commit
         request.rev = self.config_rev(entry)
         return lifecycle.submit(request, now, QUEUE_DELAY / self.rt.settings.speed)
@@ -62,9 +70,9 @@ class Deployments:
         request = self._request(ctx, entry.id, entry.id, "UPGRADE", None, entry.data["name"])
         return self.rt.lifecycle.submit(request, ctx.now, QUEUE_DELAY / self.rt.settings.speed)
 
-    def _request(self, ctx, target, queue, action, service_type, name):
+    def _request(self, ctx, target, queue, action, service_type, name, source=None):
         effects = ctx.effects.get("deployment", {})
-        steps = plan(action, service_type, self.rt.settings.speed, effects.get("durations"))
+        steps = plan(action, service_type, self.rt.settings.speed, effects.get("durations"), source)
         request = Request(id=self.rt.new_id(), target=target, org=ctx.org, queue=queue, action=action,
                           service_type=service_type, name=name, created_at=ctx.now, steps=steps, call_id=ctx.call_id,
                           triggered_by=ctx.token.name if ctx.token else "fixtures")
@@ -113,7 +121,9 @@ class Deployments:
         status = self.status(entry, now)
         out = {"id": request.id, "status": "QUEUED", "service_id": entry.id, "created_at": iso(request.created_at),
                "state": status["state"], "service_deployment_status": status["service_deployment_status"],
-               "status_details": status["status_details"], "deployment_request_id": request.id}
+               "status_details": status["status_details"], "deployment_request_id": request.id,
+               "deployment_requests_count": status["deployment_requests_count"],
+               "is_part_last_deployment": status["is_part_last_deployment"]}
         if entry.meta["type"] == "APPLICATION":
             out["application_id"] = entry.id
         return out
@@ -183,7 +193,7 @@ class Deployments:
         request = self.rt.lifecycle.latest(entry.id)
         status = request.phase(now)[0] if request is not None else entry.data["status"]
         lock = cluster_lock(entry, now)
-        return {"cluster_id": entry.id, "status": status,
+        return {"cluster_id": entry.id, "status": status, "reason": _cluster_reason(entry, request, status, lock),
                 "is_deployed": status in ("DEPLOYED", "DEPLOYING", "DEPLOYMENT_QUEUED"),
                 "next_k8s_available_version": next_version(entry.data["version"]),
                 "last_execution_id": request.execution_id if request else None,
@@ -207,7 +217,7 @@ class Deployments:
             entry.meta["last_deployment_date"] = iso(at)
             if success:
                 entry.meta["deployed_rev"] = request.rev
-                repository = entry.data.get("git_repository")
+                repository = repository_of(entry.data)
                 if repository and request.commit:
                     repository["deployed_commit_id"] = request.commit["git_commit_id"]
         elif request.action == "UNINSTALL" and success:
@@ -226,6 +236,26 @@ class Deployments:
             "trigger_action": ACTIONS[request.action][3], "state": state,
             "commit_id": request.commit["git_commit_id"] if request.commit else None, "timestamp": iso(at),
         }
+
+
+def _cluster_reason(entry, request, status, lock):
+    """Why the cluster is in its state, in the words of its last request (or of its lock)."""
+    version = entry.data["version"]
+    if request is None:
+        reason = f"cluster running Kubernetes {version}"
+    else:
+        by = request.triggered_by
+        if status in ("DEPLOYMENT_QUEUED", "DEPLOYING"):
+            reason = f"Kubernetes upgrade from {version} to {next_version(version)} requested by {by}"
+        elif status == "DEPLOYED":
+            reason = f"Kubernetes upgrade to {version} requested by {by} completed"
+        elif status == "CANCELED":
+            reason = f"Kubernetes upgrade requested by {by} was canceled"
+        else:
+            reason = f"Kubernetes upgrade requested by {by} failed ({status})"
+    if lock is not None:
+        reason += f"; locked: {lock['reason']}"
+    return reason
 
 
 def _step_index(steps, wanted):

@@ -86,10 +86,15 @@ def _resolve(schema, components):
 
 
 def _branch(value, branches):
-    """The branch of a oneOf whose enum-valued properties (type, kind ...) all admit the value."""
+    """The branch of a oneOf that fits the value: its required fields present, its forbidden ones
+    (`not: {}`) absent, and its enum-valued properties (type, kind ...) admitting the value."""
     for branch in branches:
-        fixed = {name: sub["enum"] for name, sub in branch.get("properties", {}).items() if "enum" in sub}
-        if all(value.get(name) in allowed for name, allowed in fixed.items() if name in value):
+        properties = branch.get("properties", {})
+        fixed = {name: sub["enum"] for name, sub in properties.items() if "enum" in sub}
+        forbidden = [name for name, sub in properties.items() if sub == {"not": {}}]
+        if (all(value.get(name) in allowed for name, allowed in fixed.items() if name in value)
+                and all(name in value for name in branch.get("required", ()))
+                and not any(name in value for name in forbidden)):
             return branch
     return branches[0]
 

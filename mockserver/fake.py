@@ -65,6 +65,10 @@ class Fake:
             return ident
         return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
 
+    @property
+    def pinned(self):
+        return self._pinned is not None
+
     def pin(self, ident):
         """The next uuid() returns `ident` (fixtures give some records fixed ids)."""
         self._pinned = ident

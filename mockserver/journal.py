@@ -28,9 +28,11 @@ def redact_authorization(value):
 
 
 def redact_body(body, secret_value):
-    """Copy of a request body with secret fields (and `value` of secret operations) masked."""
+    """Copy of a request body with secret fields (and `value` of secret operations, or of an object marked
+    `"secret": true` such as a Terraform variable) masked."""
     if isinstance(body, dict):
         out = {}
+        secret_value = secret_value or body.get("secret") is True
         for key, item in body.items():
             if key in SECRET_FIELDS or (secret_value and key == "value"):
                 out[key] = REDACTED
@@ -44,7 +46,8 @@ def redact_body(body, secret_value):
 
 def needs_redaction(body):
     if isinstance(body, dict):
-        return any(key in SECRET_FIELDS or needs_redaction(item) for key, item in body.items())
+        return body.get("secret") is True or any(key in SECRET_FIELDS or needs_redaction(item)
+                                                 for key, item in body.items())
     if isinstance(body, list):
         return any(needs_redaction(item) for item in body)
     return False

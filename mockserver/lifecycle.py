@@ -120,9 +120,10 @@ class Request:
                 for name, _, _, reported in self.steps[:count]]
 
 
-def plan(action, service_type, speed=1.0, durations=None):
-    """The steps of an action, with scenario duration overrides and the speed factor applied."""
-    source = SOURCES.get(service_type) if action == "DEPLOY" else None
+def plan(action, service_type, speed=1.0, durations=None, source=None):
+    """The steps of an action, with scenario duration overrides and the speed factor applied; `source`
+    ("git" or "image") overrides the kind's usual one (a job runs an image or builds from git)."""
+    source = (source or SOURCES.get(service_type)) if action == "DEPLOY" else None
     durations = durations or {}
     out = []
     for name, state, seconds in PLANS[(action, source)]:

@@ -54,13 +54,22 @@ class Runtime:
         self.revision = 0
         self.derived = {}                      # variable or secret id -> {ids of its overrides and aliases}
         self.default_org = None
+        self.reserved_ids = frozenset()        # ids fixtures being loaded give their records
         if fixtures is not None:
             from .fixtures import load_into
             load_into(self, fixtures)
 
     # ------------------------------------------------------------ ids, time, revisions
     def new_id(self):
-        return self.fake.uuid()
+        """A fresh id: the pinned one if fixtures gave one, else the next generated id that no record
+        holds or fixtures being loaded will give (records keep the ids they were exported with, which may
+        be ids this world's generator hands out too)."""
+        if self.fake.pinned:
+            return self.fake.uuid()
+        ident = self.fake.uuid()
+        while ident in self.reserved_ids or self.store.holds(ident):
+            ident = self.fake.uuid()
+        return ident
 
     def stamp(self, now):
         text = iso(now)

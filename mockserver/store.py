@@ -131,5 +131,9 @@ class Store:
                 self.delete(child_table, child.id)
         return entry
 
+    def holds(self, ident):
+        """Whether any table has a record with this id."""
+        return any(ident in table.rows for table in self.tables.values())
+
     def count(self):
         return {name: len(table.rows) for name, table in self.tables.items()}

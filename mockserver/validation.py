@@ -72,7 +72,15 @@ def _explain(error, where):
         return [(f"{location}.{missing}" if missing else location, error.message)]
     if error.validator in ("oneOf", "anyOf") and error.context:
         return _explain_branches(error, where, location)
+    if error.validator == "oneOf":                 # no branch failed: more than one matched
+        shapes = " | ".join("/".join(_fields(branch)) or "other" for branch in error.validator_value)
+        return [(location, f"matches more than one accepted shape; send exactly one of: {shapes}")]
     return [(location, _message(error, location))]
+
+
+def _fields(branch):
+    """The fields that make a oneOf/anyOf branch (its required ones, or those of its own branches)."""
+    return list(branch.get("required", [])[:1]) or [name for sub in branch.get("anyOf", []) for name in _fields(sub)]
 
 
 def _explain_branches(error, where, location):
@@ -96,7 +104,10 @@ def _explain_branches(error, where, location):
         name = next(iter(tags))
         value = error.instance.get(name) if isinstance(error.instance, dict) else None
         return [(f"{location}.{name}", f"{value!r} is not one of {tags[name]}")]
-    best = min(fitting or branches.values(), key=len)
+    # a branch whose own field is missing is not the one the value meant, when another one is
+    meant = [errors for errors in (fitting or branches.values())
+             if not any(e.validator == "required" and not e.relative_path for e in errors)]
+    best = min(meant or fitting or branches.values(), key=len)
     return [item for sub in best for item in _explain(sub, where)] or [(location, "is not valid")]
 
 

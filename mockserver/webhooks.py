@@ -24,6 +24,11 @@ TIMEOUT = 5.0
 KEEP = 10000
 
 
+# an event and the names webhooks may subscribe to it with (the spec's, then the platform's other names)
+SYNONYMS = {"DEPLOYMENT_SUCCEEDED": ("DEPLOYMENT_SUCCEEDED", "DEPLOYMENT_SUCCESSFUL"),
+            "DEPLOYMENT_FAILED": ("DEPLOYMENT_FAILED", "DEPLOYMENT_FAILURE")}
+
+
 def sign(secret, timestamp, body):
     return "sha256=" + hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
 
@@ -49,10 +54,12 @@ class Webhooks:
     def emit(self, org, event, payload, cause, at):
         for entry in self.rt.store.webhooks.under(org):
             hook = entry.data
-            if not hook["enabled"] or event not in hook["events"]:
+            subscribed = [name for name in hook["events"] if name in SYNONYMS.get(event, (event,))]
+            if not hook["enabled"] or not subscribed:
                 continue
-            delivery = {
-                "id": self.next_id, "webhook_id": hook["id"], "event_type": event, "target_url": hook["target_url"],
+            delivery = {                       # delivered under the name the webhook subscribed with
+                "id": self.next_id, "webhook_id": hook["id"], "event_type": subscribed[0],
+                "target_url": hook["target_url"],
                 "payload": payload, "caused_by_call": cause, "created_at": iso(at), "status": "PENDING",
                 "next_attempt_at": iso(at), "attempts": [],
             }

@@ -83,10 +83,12 @@ def build_world(client):
             {"internal_port": 8000, "external_port": 443, "publicly_accessible": True}]},
         "container": {"name": "cache", "registry_id": ids["registry"], "image_name": "library/redis", "tag": "7"},
         "database": {"name": "users-db", "type": "MYSQL", "version": "8.4", "mode": "MANAGED"},
-        "job": {"name": "migrate", "job_type": "LIFECYCLE",
-                "image": {"registry_id": ids["registry"], "image_name": "acme/migrate", "tag": "1"}},
-        "helm": {"name": "monitoring", "chart_name": "prometheus", "values_override": "replicas: 2   \n\tnot: yaml\n"},
-        "terraform": {"name": "network", "git_repository": {**GIT, "root_path": "/tf"}, "engine": "OPENTOFU"},
+        "job": {"name": "migrate", "schedule": {"on_start": {"arguments": ["migrate", "up"]}},
+                "source": {"image": {"registry_id": ids["registry"], "image_name": "acme/migrate", "tag": "1"}}},
+        "helm": {"name": "monitoring", "source": {"git_repository": {**GIT, "root_path": "/charts/prometheus"}},
+                 "values_override": {"set": [["replicas", "2"]], "file": {"raw": {"values": [
+                     {"name": "odd.yaml", "content": "replicas: 2   \n\tnot: yaml\n"}]}}}},
+        "terraform": {"name": "network", "git_repository": {**GIT, "root_path": "/tf"}, "engine": "OPEN_TOFU"},
     }
     for kind, body in payloads.items():
         ids[kind] = ok(client.post(f"/environment/{env}/{kind}", json=body))["id"]
@@ -140,7 +142,7 @@ def test_a_world_built_through_the_api_round_trips_with_its_ids(client, make_ser
         assert again.get(f"/environment/{env}/deploymentRule").json()["timezone"] == "Europe/Berlin"
         for kind in ("application", "container", "database", "job", "helm", "terraform"):
             assert again.get(f"/{kind}/{ids[kind]}").status_code == 200, kind
-        assert again.get(f"/job/{ids['job']}").json()["image"]["image_name"] == "acme/migrate"
+        assert again.get(f"/job/{ids['job']}").json()["source"]["image"]["image_name"] == "acme/migrate"
         assert again.get(f"/application/{app}/status").json()["state"] == "DEPLOYED"
         registry = again.get(f"/organization/{ORG}/containerRegistry/{ids['registry']}").json()
         assert registry["associated_services_count"] == 2

@@ -217,7 +217,8 @@ def test_redeploy_of_a_never_deployed_application_is_409(client):
 def create_service(client, kind):
     bodies = {"container": {"name": "w2", "registry_id": REGISTRY, "image_name": "acme/w2", "tag": "1",
                             "entrypoint": "/start"},
-              "helm": {"name": "h2", "chart_name": "nginx"}}
+              "helm": {"name": "h2", "source": {"git_repository": {"url": "https://git.example.com/acme/charts.git",
+                                                                    "root_path": "/nginx"}}}}
     reply = client.post(f"/environment/{ENV}/{kind}", json=bodies[kind])
     assert reply.status_code == 201, reply.text
     return reply.json()["id"]

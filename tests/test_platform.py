@@ -375,11 +375,11 @@ def test_list_registries_has_the_fixtures_and_created_ones(client):
     assert {"acme-hub", "acme-private", created["name"]} <= names
 
 
-def test_fixture_registry_is_used_by_one_service(client):
+def test_fixture_registry_is_used_by_the_worker_container_and_the_migrate_job(client):
     registry = client.get(f"{REGISTRIES}/{REGISTRY}").json()
     assert (registry["name"], registry["kind"]) == ("acme-hub", "PUBLICHUB_CR")
     assert registry["url"] == FIXED_ADDRESSES["PUBLICHUB_CR"]
-    assert registry["associated_services_count"] == 1
+    assert registry["associated_services_count"] == 2
 
 
 def test_edit_registry_changes_it(client):

@@ -227,7 +227,7 @@ def test_job_commits_have_the_commit_shape(client):
 
 def test_job_commit_page_url_is_the_repository_page_of_the_commit(client):
     item = commits(client)[0]
-    assert item["commit_page_url"] == f"https://git.example.com/acme/reports/commit/{item['git_commit_id']}"
+    assert item["commit_page_url"] == f"https://codehost1.example/acme/reports/commit/{item['git_commit_id']}"
 
 
 def test_job_commits_filtered_by_git_commit_id_are_just_that_one(client):
@@ -245,8 +245,9 @@ def test_job_commits_after_a_start_id_are_the_older_ones(client):
 
 
 def test_job_from_an_image_has_no_commits(client):
-    job = create(client, "job", {"name": "image-job",
-                                 "image": {"registry_id": REGISTRY, "image_name": "acme/cleanup", "tag": "1.0"}})
+    job = create(client, "job", {"name": "image-job", "schedule": {"on_start": {}},
+                                 "source": {"image": {"registry_id": REGISTRY, "image_name": "acme/cleanup",
+                                                      "tag": "1.0"}}})
     reply = client.get(f"/job/{job['id']}/commit")
     assert reply.status_code == 200
     assert reply.json()["results"] == []

@@ -16,8 +16,9 @@ PAYLOADS = {
     "container": {"name": "cache", "registry_id": REGISTRY, "image_name": "library/redis", "tag": "7",
                   "entrypoint": "/usr/local/bin/redis-server"},
     "database": {"name": "users-db", "type": "POSTGRESQL", "version": "16", "mode": "CONTAINER"},
-    "job": {"name": "cleanup", "git_repository": GIT},
-    "helm": {"name": "monitoring", "chart_name": "prometheus"},
+    "job": {"name": "cleanup", "source": {"docker": {"git_repository": GIT}}, "schedule": {"on_start": {}}},
+    "helm": {"name": "monitoring", "source": {"helm_repository": {
+        "repository_id": "5d7f9b1d-3f5a-4c7e-9b1d-3f5a7c9e1b3d", "chart_name": "prometheus", "chart_version": "25.1.0"}}},
     "terraform": {"name": "network", "git_repository": GIT},
 }
 # one editable field per kind and the value an edit gives it
@@ -26,14 +27,15 @@ EDITS = {
     "container": ("tag", "8"),
     "database": ("storage", 30),
     "job": ("max_duration_seconds", 600),
-    "helm": ("chart_version", "2.0.0"),
-    "terraform": ("engine", "OPENTOFU"),
+    "helm": ("timeout_sec", 900),
+    "terraform": ("engine", "OPEN_TOFU"),
 }
 FIXTURES = {"application": APP, "container": CONTAINER, "database": DATABASE, "job": JOB, "helm": HELM,
             "terraform": TERRAFORM}
 FIXTURE_NAMES = {"application": "web", "container": "worker", "database": "orders-db", "job": "nightly-report",
                  "helm": "ingress", "terraform": "infra"}
 KINDS = list(PAYLOADS)
+MIGRATE_JOB = "1d3f5a7c-9e1b-4d3f-8a5c-7e9b1d3f5a7c"       # the fixtures' second job (from an image, on start)
 REGISTRY_PATH = f"/organization/{ORG}/containerRegistry/{REGISTRY}"
 
 
@@ -101,7 +103,7 @@ def test_environment_list_of_a_kind_holds_only_that_kind(client, kind):
 def test_environment_list_shows_the_fixture_service_next_to_a_new_one(client, kind):
     record = create(client, kind)
     listed = {item["id"] for item in client.get(f"/environment/{ENV}/{kind}").json()["results"]}
-    assert listed == {record["id"], FIXTURES[kind]}
+    assert listed == {record["id"], FIXTURES[kind]} | ({MIGRATE_JOB} if kind == "job" else set())
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -356,17 +358,19 @@ def test_database_defaults_to_private_with_the_port_of_its_type(client):
 
 
 # ---------------------------------------------------------------- container and job rules
-def test_container_without_entrypoint_answers_null_entrypoint(client):
+def test_container_without_entrypoint_leaves_it_out(client):
     body = {k: v for k, v in PAYLOADS["container"].items() if k != "entrypoint"}
     reply = client.post(f"/environment/{ENV}/container", json=body)
     assert reply.status_code == 201
-    assert reply.json()["entrypoint"] is None
+    assert "entrypoint" not in reply.json()
 
 
 def test_fixture_container_reads_back(client):
     record = client.get(f"/container/{CONTAINER}").json()
     assert record["image_name"] == "acme/worker"
-    assert record["entrypoint"] is None
+    assert "entrypoint" not in record
+    assert record["registry"] == {"id": REGISTRY, "name": "acme-hub", "kind": "PUBLICHUB_CR",
+                                  "url": "https://registry.publichub.example"}
 
 
 def test_container_with_unknown_registry_is_404(client):
@@ -405,37 +409,42 @@ def test_deleting_a_container_lowers_its_registry_service_count(client):
 def test_job_from_an_image_counts_on_its_registry(client):
     before = registry_count(client)
     reply = client.post(f"/environment/{ENV}/job", json={
-        "name": "image-job", "image": {"registry_id": REGISTRY, "image_name": "acme/cleanup", "tag": "1.0"}})
+        "name": "image-job", "source": {"image": {"registry_id": REGISTRY, "image_name": "acme/cleanup", "tag": "1.0"}},
+        "schedule": {"cronjob": {"scheduled_at": "0 * * * *"}}})
     assert reply.status_code == 201, reply.text
-    assert reply.json()["image"]["registry_id"] == REGISTRY
+    assert reply.json()["source"]["image"]["registry_id"] == REGISTRY
     assert registry_count(client) == before + 1
 
 
 def test_job_needs_a_git_repository_or_an_image(client):
-    reply = client.post(f"/environment/{ENV}/job", json={"name": "nothing-to-run"})
+    reply = client.post(f"/environment/{ENV}/job", json={"name": "nothing-to-run", "source": {},
+                                                          "schedule": {"on_start": {}}})
     assert reply.status_code == 400
-    message = reply.json()["message"]
-    assert "git_repository" in message or "image" in message
+    assert "body.source" in reply.json()["message"]
     names = {item["name"] for item in client.get(f"/environment/{ENV}/job").json()["results"]}
     assert "nothing-to-run" not in names
 
 
 def test_job_image_with_unknown_registry_is_404(client):
     reply = client.post(f"/environment/{ENV}/job", json={
-        "name": "image-job", "image": {"registry_id": str(uuid.uuid4()), "image_name": "acme/x", "tag": "1"}})
+        "name": "image-job", "source": {"image": {"registry_id": str(uuid.uuid4()), "image_name": "acme/x", "tag": "1"}},
+        "schedule": {"on_start": {}}})
     assert reply.status_code == 404
 
 
 def test_job_with_a_schedule_is_a_cron_job(client):
     job = create(client, "job", schedule={"cronjob": {"scheduled_at": "*/5 * * * *"}})
+    assert create(client, "job", name="on-start")["job_type"] == "LIFECYCLE"
     assert job["job_type"] == "CRON"
     assert job["schedule"]["cronjob"]["scheduled_at"] == "*/5 * * * *"
 
 
 @pytest.mark.parametrize("kind", ["application", "job", "terraform"])
 def test_git_repository_url_must_be_https(client, kind):
-    reply = client.post(f"/environment/{ENV}/{kind}",
-                        json={**PAYLOADS[kind], "git_repository": {"url": "git@git.example.com:acme/api.git"}})
+    repository = {"url": "git@git.example.com:acme/api.git"}
+    body = ({**PAYLOADS[kind], "source": {"docker": {"git_repository": repository}}} if kind == "job"
+            else {**PAYLOADS[kind], "git_repository": repository})
+    reply = client.post(f"/environment/{ENV}/{kind}", json=body)
     assert reply.status_code == 400
     assert "git_repository" in reply.json()["message"]
 

@@ -557,10 +557,30 @@ def test_alias_key_taken_at_its_parent_is_409(client):
     assert reply.status_code == 409
 
 
-def test_alias_at_the_same_scope_is_400(client):
+def test_alias_at_the_same_scope_is_accepted(client):
     reply = alias(client, LOG_LEVEL, "LOG_LEVEL_ALIAS", "PROJECT", PROJECT)
+    assert reply.status_code == 201, reply.text
+    assert (reply.json()["scope"], reply.json()["variable_type"]) == ("PROJECT", "ALIAS")
+    flags = by_key(client, owner("environment"), "FEATURE_FLAGS")
+    reply = alias(client, flags["id"], "FLAGS", "ENVIRONMENT", ENV)
+    assert reply.status_code == 201, reply.text
+    assert by_key(client, owner("application"), "FLAGS")["value"] == flags["value"]
+
+
+def test_alias_of_an_application_variable_at_that_application(client):
+    port = by_key(client, owner("application"), "PORT")
+    reply = client.post(f"/variable/{port['id']}/alias",
+                        json={"key": "PORT_ALIAS", "alias_scope": "APPLICATION", "alias_parent_id": APP})
+    assert reply.status_code == 201, reply.text
+    assert by_key(client, owner("application"), "PORT_ALIAS")["value"] == "8080"
+
+
+def test_alias_at_a_higher_scope_is_400_naming_the_rule(client):
+    flags = by_key(client, owner("environment"), "FEATURE_FLAGS")
+    reply = alias(client, flags["id"], "FLAGS", "PROJECT", PROJECT)
     assert reply.status_code == 400
     assert "body.alias_scope" in locations(reply)
+    assert "same scope" in reply.json()["message"] and "higher" in reply.json()["message"]
 
 
 def test_alias_of_a_database_built_in_at_application_scope(client):
@@ -745,3 +765,133 @@ def test_override_into_another_organizations_environment_is_404(client):
     environment = new_environment(client, OTHER_PROJECT, cluster=OTHER_CLUSTER, headers=globex)
     assert override(client, LOG_LEVEL, "ENVIRONMENT", environment).status_code == 404
     assert client.get(f"/environment/{environment}/environmentVariable").status_code == 404
+
+
+# ---------------------------------------------------------------- built-ins are seen by the whole environment
+SERVICE_IDS = {"application": APP, "container": CONTAINER, "job": JOB, "helm": HELM, "terraform": TERRAFORM}
+
+
+def built_in(client, service_id, suffix="_HOST_INTERNAL", family="environmentVariable"):
+    found = [r for r in listed(client, owner("environment"), family)
+             if r["variable_type"] == "BUILT_IN" and r["service_id"] == service_id and r["key"].endswith(suffix)]
+    assert len(found) == 1, found
+    return found[0]
+
+
+@pytest.mark.parametrize("level", SERVICES)
+def test_every_service_lists_the_built_ins_of_every_service_of_its_environment(client, level):
+    records = listed(client, owner(level))
+    owners = {r["service_id"] for r in records if r["variable_type"] == "BUILT_IN"}
+    every = {item["id"] for kind in ("application", "container", "database", "job", "helm", "terraform")
+             for item in client.get(f"/environment/{ENV}/{kind}").json()["results"]}
+    assert {APP, CONTAINER, DATABASE, JOB, HELM, TERRAFORM} < every
+    assert owners == every
+    assert all(r["scope"] == "BUILT_IN" for r in records if r["variable_type"] == "BUILT_IN")
+
+
+@pytest.mark.parametrize("level", SERVICES)
+def test_every_service_kind_overrides_the_applications_host_built_in(client, level):
+    host = built_in(client, APP)
+    reply = client.post(f"{owner(level)}/environmentVariable/{host['id']}/override", json={"value": "web.local"})
+    assert reply.status_code == 201, reply.text
+    record = reply.json()
+    assert (record["variable_type"], record["key"], record["scope"]) == ("OVERRIDE", host["key"], OWNERS[level][1])
+    assert record["overridden_variable"]["variable_type"] == "BUILT_IN"
+    assert by_key(client, owner(level), host["key"])["value"] == "web.local"
+    others = [other for other in SERVICES if other != level]
+    assert by_key(client, owner(others[0]), host["key"])["id"] == host["id"]
+
+
+def test_application_overrides_its_own_host_built_in(client):
+    host = built_in(client, APP)
+    reply = client.post(f"/application/{APP}/environmentVariable/{host['id']}/override", json={"value": "web.local"})
+    assert reply.status_code == 201, reply.text
+    assert by_key(client, owner("application"), host["key"])["value"] == "web.local"
+    again = client.post(f"/application/{APP}/environmentVariable/{host['id']}/override", json={"value": "x"})
+    assert again.status_code == 409
+    assert "already overridden" in again.json()["message"]
+
+
+@pytest.mark.parametrize("level", SERVICES)
+def test_every_service_kind_overrides_and_aliases_the_database_password_secret(client, level):
+    password = built_in(client, DATABASE, "_PASSWORD", "secret")
+    reply = client.post(f"{owner(level)}/secret/{password['id']}/override", json={"value": "local-password"})
+    assert reply.status_code == 201, reply.text
+    assert reply.json()["overridden_secret"]["id"] == password["id"]
+    reply = client.post(f"{owner(level)}/secret/{password['id']}/alias", json={"key": "DB_PASSWORD"})
+    assert reply.status_code == 201, reply.text
+    assert (reply.json()["variable_type"], reply.json()["scope"]) == ("ALIAS", OWNERS[level][1])
+    assert "local-password" not in reply.text and not SECRET_FIELDS & set(reply.json())
+    assert by_key(client, owner(level), "DB_PASSWORD", "secret")["aliased_secret"]["id"] == password["id"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("level", SERVICES)
+def test_service_alias_route_of_each_kind(client, level, family):
+    target = LOG_LEVEL if family == "environmentVariable" else PAYMENT_API_KEY
+    reply = client.post(f"{owner(level)}/{family}/{target}/alias", json={"key": "ALIASED", "description": "mine"})
+    assert reply.status_code == 201, reply.text
+    record = reply.json()
+    assert (record["variable_type"], record["key"], record["scope"]) == ("ALIAS", "ALIASED", OWNERS[level][1])
+    assert record["service_id"] == SERVICE_IDS[level]
+    assert "ALIASED" in {r["key"] for r in listed(client, owner(level), family)}
+    assert client.post(f"{owner(level)}/{family}/{target}/alias", json={"key": "ALIASED"}).status_code == 409
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_service_aliases_its_own_variable(client, family):
+    own = create(client, owner("container"), family, key="QUEUE", value="orders")
+    reply = client.post(f"/container/{CONTAINER}/{family}/{own['id']}/alias", json={"key": "QUEUE_NAME"})
+    assert reply.status_code == 201, reply.text
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_service_cannot_alias_or_override_another_services_variable(client, family):
+    own = create(client, owner("application"), family, key="APP_ONLY")
+    for verb, body in (("alias", {"key": "STOLEN"}), ("override", {"value": "x"})):
+        reply = client.post(f"/container/{CONTAINER}/{family}/{own['id']}/{verb}", json=body)
+        assert reply.status_code == 400, (verb, reply.text)
+        assert ("cannot see" if verb == "alias" else "lower scope") in reply.json()["message"]
+
+
+def test_built_in_cannot_be_overridden_where_it_is_not_seen(client):
+    host = built_in(client, APP)
+    reply = override(client, host["id"], "PROJECT", PROJECT)
+    assert reply.status_code == 400
+    assert "cannot see" in reply.json()["message"]
+    reply = override(client, host["id"], "ENVIRONMENT", staging(client))
+    assert reply.status_code == 400
+    assert "body.override_parent_id" in locations(reply)
+
+
+def test_built_in_is_overridden_and_aliased_at_its_environment(client):
+    host = built_in(client, CONTAINER)
+    reply = override(client, host["id"], "ENVIRONMENT", ENV, "worker.local")
+    assert reply.status_code == 201, reply.text
+    assert by_key(client, owner("job"), host["key"])["value"] == "worker.local"
+    reply = alias(client, host["id"], "WORKER_HOST", "ENVIRONMENT", ENV)
+    assert reply.status_code == 201, reply.text
+    assert by_key(client, owner("helm"), "WORKER_HOST")["value"] == host["value"]
+
+
+def test_deleting_a_service_deletes_its_built_ins_and_what_points_at_them(client):
+    host = built_in(client, CONTAINER)
+    overridden = client.post(f"/application/{APP}/environmentVariable/{host['id']}/override", json={"value": "x"})
+    aliased = client.post(f"/job/{JOB}/environmentVariable/{host['id']}/alias", json={"key": "WORKER_HOST"})
+    assert overridden.status_code == aliased.status_code == 201
+    assert client.delete(f"/container/{CONTAINER}").status_code == 204
+    assert host["key"] not in {r["key"] for r in listed(client, owner("application"))}
+    assert "WORKER_HOST" not in {r["key"] for r in listed(client, owner("job"))}
+    assert client.get(f"/application/{APP}/environmentVariable/{overridden.json()['id']}").status_code == 404
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_deleting_a_target_deletes_service_level_aliases_and_overrides(client, family):
+    target = create(client, owner("environment"), family, key="SHARED")
+    made = [client.post(f"{owner(level)}/{family}/{target['id']}/{verb}", json=body)
+            for level in ("helm", "terraform")
+            for verb, body in (("alias", {"key": "SHARED_ALIAS"}), ("override", {"value": "x"}))]
+    assert all(reply.status_code == 201 for reply in made), [r.text for r in made]
+    assert client.delete(f"/environment/{ENV}/{family}/{target['id']}").status_code == 204
+    for level in ("helm", "terraform"):
+        assert not {"SHARED", "SHARED_ALIAS"} & {r["key"] for r in listed(client, owner(level), family)}

@@ -328,3 +328,48 @@ def test_deliveries_name_the_deploy_call_even_when_another_call_ends_first(mock,
     assert delivery["caused_by_call"] == deploy_call["id"] != other_call["id"]
     assert deploy_call["webhook_deliveries"] == [delivery["id"]]
     assert other_call["webhook_deliveries"] == []
+
+
+# ---------------------------------------------------------------- the platform's other event names
+@pytest.mark.parametrize("succeeded, failed", [("DEPLOYMENT_SUCCEEDED", "DEPLOYMENT_FAILED"),
+                                               ("DEPLOYMENT_SUCCESSFUL", "DEPLOYMENT_FAILURE")])
+def test_each_vocabulary_receives_events_under_the_names_it_subscribed_with(mock, receiver, succeeded, failed):
+    target = receiver()
+    hook = register(mock, target.url, ["DEPLOYMENT_STARTED", succeeded, failed])
+    assert hook["events"] == ["DEPLOYMENT_STARTED", succeeded, failed]
+    run_deploy(mock)
+    target.wait_for(2)
+    assert target.events() == ["DEPLOYMENT_STARTED", succeeded]
+    put_scenario(mock, "build-fails", [{"match": {"operation": "deployApplication"},
+                                        "effect": {"deployment": {"fail_at": "BUILD", "state": "BUILD_ERROR"}}}])
+    run_deploy(mock)
+    target.wait_for(4)
+    assert target.events()[:2] == ["DEPLOYMENT_STARTED", succeeded]
+    assert sorted(target.events()[2:]) == sorted(["DEPLOYMENT_STARTED", failed])   # both fall in one clock step
+    assert {json.loads(r["body"])["payload"]["application_id"] for r in target.requests} == {APP}
+    assert target.requests[1]["headers"]["X-Mock-Event"] == succeeded
+
+
+def test_two_webhooks_with_different_vocabularies_each_get_their_own_name(mock, receiver):
+    spec_words, platform_words = receiver(), receiver()
+    register(mock, spec_words.url, ["DEPLOYMENT_SUCCEEDED"])
+    register(mock, platform_words.url, ["DEPLOYMENT_SUCCESSFUL"])
+    run_deploy(mock)
+    assert [json.loads(r["body"])["event_type"] for r in spec_words.wait_for(1)] == ["DEPLOYMENT_SUCCEEDED"]
+    assert [json.loads(r["body"])["event_type"] for r in platform_words.wait_for(1)] == ["DEPLOYMENT_SUCCESSFUL"]
+
+
+def test_a_webhook_subscribed_with_both_names_gets_one_delivery(mock, receiver):
+    target = receiver()
+    register(mock, target.url, ["DEPLOYMENT_SUCCESSFUL", "DEPLOYMENT_SUCCEEDED"])
+    run_deploy(mock)
+    target.wait_for(1)
+    time.sleep(0.3)
+    assert target.events() == ["DEPLOYMENT_SUCCESSFUL"]
+
+
+def test_unknown_event_name_is_400(mock):
+    reply = mock.post(WEBHOOKS, json={"target_url": "https://hooks.example/x", "events": ["DEPLOYMENT_DONE"],
+                                      "enabled": True})
+    assert reply.status_code == 400
+    assert "body.events" in reply.json()["message"]

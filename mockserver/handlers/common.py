@@ -1,5 +1,7 @@
 """Small helpers the handler modules share."""
 
+import math
+
 from ..clock import iso
 from ..errors import not_found
 
@@ -35,3 +37,27 @@ def merge(data, body, fields):
     for name in fields:
         if name in body:
             data[name] = body[name]
+
+
+def optional(data, name, value):
+    """Set a field that the platform leaves out rather than send as null."""
+    if value is None:
+        data.pop(name, None)
+    else:
+        data[name] = value
+
+
+PAGE_SIZE = 20       # the spec's default page size
+
+
+def page(ctx, items, view=lambda entry: entry.data):
+    """`{"results"}` for a whole list, or one page of it with `pagination` when `page` or `page_size` is asked
+    for (the spec's pagination example). Only the records of the page go through `view`."""
+    items = list(items)
+    if "page" not in ctx.query and "page_size" not in ctx.query:
+        return {"results": [view(item) for item in items]}
+    number, size = ctx.query.get("page", 1), ctx.query.get("page_size", PAGE_SIZE)
+    chunk = items[(number - 1) * size: number * size]
+    return {"results": [view(item) for item in chunk],
+            "pagination": {"page": number, "page_size": size, "total_count": len(items),
+                           "total_pages": math.ceil(len(items) / size)}}

@@ -6,6 +6,7 @@ import uuid
 from ..clock import iso
 from ..errors import conflict
 from ..store import Entry
+from ..deployments import repository_of
 from .services import commits_of, service
 
 LOG_STEPS = ("GIT_CLONE", "BUILD", "MIRROR_IMAGE", "DEPLOYMENT", "ROUTER_DEPLOYMENT")
@@ -60,7 +61,7 @@ def _request_lines(rt, entry, request, now):
     """Log lines of one deployment up to `now`: a few per finished step, then runtime lines."""
     state, _, details, success = request.phase(now)
     commit = (request.commit or {}).get("git_commit_id", "") or request.id
-    repository = entry.data.get("git_repository") or {}
+    repository = repository_of(entry.data) or {}
     ports = entry.data.get("ports") or [{"internal_port": 8080}]
     values = {"url": repository.get("url", ""), "branch": repository.get("branch", ""), "sha": commit,
               "short": commit[:12], "port": ports[0]["internal_port"], "name": entry.data["name"],

@@ -6,7 +6,9 @@ from ..fixtures import NESTED
 from ..runtime import Context
 from ..store import Entry
 from . import HANDLERS
+from .common import optional
 from .deployments import add_backups
+from ..deployments import repository_of
 from .services import commits_of
 from .variables import SECRETS, VARIABLES, visible
 
@@ -36,19 +38,29 @@ class Loader:
         return HANDLERS[operation](Context(self.rt, org, token, params, {}, clean, self.now))
 
     def load(self, organizations):
+        self.rt.reserved_ids = frozenset(_ids(organizations))
+        try:
+            self._load(organizations)
+        finally:
+            self.rt.reserved_ids = frozenset()
+
+    def _load(self, organizations):
         rt = self.rt
         for org in organizations:
             oid = org["id"]
-            rt.store.organizations.add(Entry({"id": oid, **rt.stamp(self.now), "name": org["name"],
-                                              "description": org.get("description"), "plan": org.get("plan", "FREE")},
-                                             oid, None))
+            data = {"id": oid, **rt.stamp(self.now), "name": org["name"], "plan": org.get("plan", "FREE"),
+                    "owner": rt.user_id(f"owner of {org['name']}")}
+            if org.get("description") is not None:
+                data["description"] = org["description"]
+            rt.store.organizations.add(Entry(data, oid, None))
             rt.default_org = rt.default_org or oid
             for cluster in org.get("clusters", []):
                 data = {"id": cluster.get("id") or rt.new_id(), **rt.stamp(self.now), "name": cluster["name"],
-                        "description": cluster.get("description"), "region": cluster.get("region", "eu-west-3"),
+                        "region": cluster.get("region", "eu-west-3"),
                         "cloud_provider": cluster.get("cloud_provider", "CLOUDA"), "kubernetes": "MANAGED",
                         "version": str(cluster.get("version", "1.31")), "is_default": cluster.get("is_default", False),
                         "production": cluster.get("production", False), "status": cluster.get("status", "DEPLOYED")}
+                optional(data, "description", cluster.get("description"))
                 rt.store.clusters.add(Entry(data, oid, oid))
             for key, operation in ORG_RECORDS:
                 for item in org.get(key, []):
@@ -126,6 +138,18 @@ class Loader:
         for entry in self.deployed:
             ctx = Context(rt, entry.org, Token(name="fixtures", value="", organization=entry.org, scopes=["Admin"]),
                           {}, {}, {}, earlier)
-            commit = commits_of(rt, entry)[0] if entry.data.get("git_repository") else None
+            commit = commits_of(rt, entry)[0] if repository_of(entry.data) else None
             rt.deployments.start(ctx, entry, "DEPLOY", commit)
         rt.lifecycle.pump(self.started)
+
+
+def _ids(value):
+    """Every `id` the fixtures give a record, at any depth."""
+    if isinstance(value, dict):
+        if isinstance(value.get("id"), str):
+            yield value["id"]
+        for item in value.values():
+            yield from _ids(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _ids(item)

@@ -2,7 +2,7 @@
 
 from ..errors import ApiError, conflict, not_found
 from ..store import Entry
-from .common import check_org, merge, results, touch
+from .common import check_org, merge, page, touch
 
 DEFAULT_RULE = {"auto_stop": False, "auto_deploy": True, "timezone": "UTC", "start_time": "08:00",
                 "stop_time": "20:00",
@@ -10,13 +10,28 @@ DEFAULT_RULE = {"auto_stop": False, "auto_deploy": True, "timezone": "UTC", "sta
 
 
 def get_organization(ctx):
+    """The caller's organization, and in `results` the organizations its token sees (the platform's list)."""
+    data = ctx.rt.store.organizations.get(ctx.org, ctx.org).data
+    return {**data, "results": [data]}
+
+
+def get_organization_by_id(ctx):
+    check_org(ctx, ctx.params["organizationId"])
     return ctx.rt.store.organizations.get(ctx.org, ctx.org).data
 
 
 # ---------------------------------------------------------------- projects
+def project_view(rt, entry):
+    """A project record with the counts the platform computes on read."""
+    environments = rt.store.environments.children.get(entry.id, {})
+    services = rt.store.services.children
+    return {**entry.data, "associated_environments_count": len(environments),
+            "associated_services_count": sum(len(services.get(env_id, ())) for env_id in environments)}
+
+
 def list_projects(ctx):
     check_org(ctx, ctx.params["org_id"])
-    return results(ctx.rt.store.projects.under(ctx.org))
+    return page(ctx, ctx.rt.store.projects.under(ctx.org), lambda entry: project_view(ctx.rt, entry))
 
 
 def create_project(ctx):
@@ -24,15 +39,16 @@ def create_project(ctx):
     check_org(ctx, ctx.params["org_id"])
     if rt.store.projects.name_taken(ctx.org, body["name"]):
         raise conflict(f"a project named {body['name']!r} already exists in this organization")
-    data = {"id": rt.new_id(), **rt.stamp(ctx.now), "name": body["name"], "description": body.get("description"),
-            "organization": {"id": ctx.org}}
+    data = {"id": rt.new_id(), **rt.stamp(ctx.now), "name": body["name"], "organization": {"id": ctx.org}}
+    if body.get("description") is not None:
+        data["description"] = body["description"]
     entry = rt.store.projects.add(Entry(data, ctx.org, ctx.org))
     rt.bump(entry)
-    return data
+    return project_view(rt, entry)
 
 
 def get_project(ctx):
-    return ctx.rt.store.projects.get(ctx.params["projectId"], ctx.org).data
+    return project_view(ctx.rt, ctx.rt.store.projects.get(ctx.params["projectId"], ctx.org))
 
 
 def edit_project(ctx):
@@ -42,7 +58,7 @@ def edit_project(ctx):
         raise conflict(f"a project named {body['name']!r} already exists in this organization")
     merge(entry.data, body, ("name", "description"))
     touch(rt, entry, ctx.now)
-    return entry.data
+    return project_view(rt, entry)
 
 
 def delete_project(ctx):
@@ -56,7 +72,7 @@ def delete_project(ctx):
 # ---------------------------------------------------------------- environments
 def list_environments(ctx):
     project = ctx.rt.store.projects.get(ctx.params["project_id"], ctx.org)
-    return results(ctx.rt.store.environments.under(project.id))
+    return page(ctx, ctx.rt.store.environments.under(project.id))
 
 
 def create_environment(ctx):
@@ -145,7 +161,7 @@ def edit_deployment_rule(ctx):
 
 
 HANDLERS = {
-    "getOrganization": get_organization,
+    "getOrganization": get_organization, "getOrganizationById": get_organization_by_id,
     "listProjects": list_projects, "createProject": create_project, "getProject": get_project,
     "editProject": edit_project, "deleteProject": delete_project,
     "listEnvironments": list_environments, "createEnvironment": create_environment,

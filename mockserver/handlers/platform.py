@@ -7,7 +7,7 @@ from ..errors import ApiError, conflict
 from ..openapi.ids import FIXED_REGISTRY_URLS
 from ..openapi.schemas import REGISTRY_CONFIG_OUT, REGISTRY_SECRET_CONFIG
 from ..store import Entry
-from .common import check_org, merge, results, touch
+from .common import check_org, merge, optional, results, touch
 
 RETURNED_CONFIG = tuple(REGISTRY_CONFIG_OUT["properties"])
 
@@ -72,8 +72,9 @@ def _registry_record(ctx, body, data):
     kind = body["kind"]
     url = body.get("url") or FIXED_REGISTRY_URLS.get(kind)
     config = body.get("config") or {}
-    data.update(name=body["name"], kind=kind, description=body.get("description"), url=url,
+    data.update(name=body["name"], kind=kind, url=url,
                 config={k: v for k, v in config.items() if k in RETURNED_CONFIG})
+    optional(data, "description", body.get("description"))
     return {k: v for k, v in config.items() if k in REGISTRY_SECRET_CONFIG}
 
 
@@ -196,7 +197,8 @@ def build_credentials(ctx, data, private):
 def build_webhook(ctx, data, private):
     body = ctx.body
     data.update(organization={"id": ctx.org}, target_url=body["target_url"], events=list(body["events"]),
-                enabled=body.get("enabled", True), description=body.get("description"), kind="STANDARD")
+                enabled=body.get("enabled", True), kind="STANDARD")
+    optional(data, "description", body.get("description"))
     private = dict(private or {})
     if "target_secret" in body:
         private["target_secret"] = body["target_secret"]

@@ -4,11 +4,15 @@ Every kind gets the same operations from one table (`KINDS`); what differs is ho
 record is built from its create payload (`BUILDERS`) and how it deploys (lifecycle.py).
 """
 
+from urllib.parse import urlsplit
+
 from ..clock import iso
+from ..deployments import repository_of
 from ..errors import conflict, not_found
+from ..openapi.schemas import ICON_BASE
 from ..store import Entry
 from . import variables
-from .common import bind, merge, results, touch
+from .common import bind, merge, page, touch
 
 # kind -> (title for operation ids, service_type, path parameter names: item, status, deploy/actions)
 KINDS = {
@@ -28,27 +32,51 @@ EDITABLE = {
     "container": ("name", "description", "registry_id", "image_name", "tag", "cpu", "memory",
                   "min_running_instances", "max_running_instances", "ports", "arguments", "entrypoint"),
     "database": ("name", "description", "accessibility", "cpu", "memory", "storage"),
-    "job": ("name", "description", "job_type", "schedule", "git_repository", "dockerfile_path", "image", "cpu",
-            "memory", "max_nb_restart", "max_duration_seconds"),
-    "helm": ("name", "description", "repository_url", "chart_name", "chart_version", "values_override",
-             "allow_cluster_wide_resources", "timeout_sec", "arguments"),
-    "terraform": ("name", "description", "git_repository", "engine", "engine_version", "tfvars_files"),
+    "job": ("name", "description", "job_type", "schedule", "source", "cpu", "memory", "max_nb_restart",
+            "max_duration_seconds", "auto_deploy"),
+    "helm": ("name", "description", "source", "values_override", "allow_cluster_wide_resources", "timeout_sec",
+             "arguments", "auto_deploy"),
+    "terraform": ("name", "description", "terraform_files_source", "terraform_variables_source", "backend", "engine",
+                  "provider_version", "timeout_sec", "job_resources", "use_cluster_credentials",
+                  "action_extra_arguments", "auto_deploy", "git_repository", "engine_version", "tfvars_files"),
 }
 
 
-def _git(ctx, repository):
-    if repository is None:
+# git hosts the platform recognises by name (neutral words); other hosts get no provider
+PROVIDER_HOSTS = (("codehost1.", "CODEHOST1"), ("codehost2.", "CODEHOST2"))
+
+
+def provider_of(url):
+    try:
+        host = (urlsplit(url).hostname or "").lower()
+    except ValueError:                             # e.g. "https://[" : not a host the platform knows
         return None
-    return {"url": repository["url"], "branch": repository.get("branch", "main"),
-            "root_path": repository.get("root_path", "/"), "provider": repository.get("provider", "GENERIC"),
-            "deployed_commit_id": None}
+    return next((name for prefix, name in PROVIDER_HOSTS if host.startswith(prefix) or f".{prefix}" in host), None)
+
+
+def _git(ctx, repository):
+    """A repository as records carry it: provider inferred from the host when not sent (absent when unknown);
+    deployed_commit_id appears with the first successful deploy."""
+    out = {"url": repository["url"], "branch": repository.get("branch", "main"),
+           "root_path": repository.get("root_path", "/")}
+    provider = repository.get("provider") or provider_of(repository["url"])
+    if provider:
+        out["provider"] = provider
+    if repository.get("deployed_commit_id"):
+        out["deployed_commit_id"] = repository["deployed_commit_id"]
+    return out
 
 
 def _ports(ctx, ports):
-    return [{"id": ctx.rt.new_id(), "name": port.get("name", f"p{port['internal_port']}"),
-             "internal_port": port["internal_port"], "external_port": port.get("external_port"),
-             "protocol": port.get("protocol", "HTTP"), "publicly_accessible": port.get("publicly_accessible", False)}
-            for port in ports]
+    out = []
+    for port in ports:
+        record = {"id": port.get("id") or ctx.rt.new_id(), "name": port.get("name", f"p{port['internal_port']}"),
+                  "internal_port": port["internal_port"], "protocol": port.get("protocol", "HTTP"),
+                  "publicly_accessible": port.get("publicly_accessible", False)}
+        if port.get("external_port") is not None:
+            record["external_port"] = port["external_port"]
+        out.append(record)
+    return out
 
 
 def _registry(ctx, registry_id):
@@ -69,10 +97,15 @@ def _probes(healthchecks):
 
 
 def build_container(ctx, body, env):
-    _registry(ctx, body["registry_id"])
-    return {"registry_id": body["registry_id"], "image_name": body["image_name"], "tag": body["tag"],
-            **{k: body.get(k, v) for k, v in RESOURCES.items()}, "ports": _ports(ctx, body.get("ports", [])),
-            "arguments": body.get("arguments", []), "entrypoint": body.get("entrypoint")}
+    registry = _registry(ctx, body["registry_id"]).data
+    out = {"registry_id": body["registry_id"],
+           "registry": {k: registry[k] for k in ("id", "name", "kind", "url")},
+           "image_name": body["image_name"], "tag": body["tag"],
+           **{k: body.get(k, v) for k, v in RESOURCES.items()}, "ports": _ports(ctx, body.get("ports", [])),
+           "arguments": body.get("arguments", [])}
+    if body.get("entrypoint"):
+        out["entrypoint"] = body["entrypoint"]
+    return out
 
 
 def build_database(ctx, body, env):
@@ -82,31 +115,92 @@ def build_database(ctx, body, env):
             "host": f"{body['name']}.{env.id[:8]}.internal", "port": DATABASE_PORTS[body["type"]]}
 
 
+LIFECYCLE_EVENTS = ("on_start", "on_stop", "on_delete")
+
+
+def _command(command):
+    return {"arguments": list(command.get("arguments", [])),
+            **({"entrypoint": command["entrypoint"]} if command.get("entrypoint") else {})}
+
+
 def build_job(ctx, body, env):
-    if body.get("image") and not body.get("git_repository"):
-        _registry(ctx, body["image"]["registry_id"])
-    return {"job_type": body.get("job_type", "CRON" if "schedule" in body else "LIFECYCLE"),
-            "schedule": {"cronjob": {"scheduled_at": ((body.get("schedule") or {}).get("cronjob") or {}).get(
-                "scheduled_at", "0 0 * * *")}},
-            "git_repository": _git(ctx, body.get("git_repository")),
-            "dockerfile_path": body.get("dockerfile_path", "Dockerfile"),
-            "image": None if body.get("git_repository") or not body.get("image") else
-            {k: body["image"][k] for k in ("registry_id", "image_name", "tag")},
+    """A job runs an image or builds from git (`source`), on a cron schedule or on lifecycle events (`schedule`)."""
+    source, schedule = body["source"], body["schedule"]     # the document allows cron or lifecycle, not both
+    if "image" in source:
+        _registry(ctx, source["image"]["registry_id"])
+        built = {"image": {k: source["image"][k] for k in ("image_name", "tag", "registry_id")}}
+    else:
+        docker = source["docker"]
+        built = {"docker": {"git_repository": _git(ctx, docker["git_repository"]),
+                            "dockerfile_path": docker.get("dockerfile_path", "Dockerfile")}}
+    if "cronjob" in schedule:
+        cron = schedule["cronjob"]
+        plan = {"cronjob": {"scheduled_at": cron["scheduled_at"], **_command(cron)}}
+    else:
+        plan = {event: _command(schedule[event]) for event in LIFECYCLE_EVENTS if event in schedule}
+    return {"job_type": "CRON" if "cronjob" in plan else "LIFECYCLE", "source": built, "schedule": plan,
             "cpu": body.get("cpu", 250), "memory": body.get("memory", 256),
-            "max_nb_restart": body.get("max_nb_restart", 0), "max_duration_seconds": body.get("max_duration_seconds", 300)}
+            "max_nb_restart": body.get("max_nb_restart", 0),
+            "max_duration_seconds": body.get("max_duration_seconds", 300), "auto_deploy": body.get("auto_deploy", True)}
 
 
 def build_helm(ctx, body, env):
-    return {"repository_url": body.get("repository_url", "https://charts.example.com"),
-            "chart_name": body["chart_name"], "chart_version": body.get("chart_version", "1.0.0"),
-            "values_override": body.get("values_override", ""),
+    """A Helm service installs a chart from a git repository or a Helm repository (`source`)."""
+    source = body["source"]
+    if "git_repository" in source:
+        built = {"git_repository": _git(ctx, source["git_repository"])}
+    else:
+        chart = source["helm_repository"]
+        built = {"helm_repository": {"repository_id": chart.get("repository_id") or chart["repository"], "chart_name": chart["chart_name"],
+                                     "chart_version": chart["chart_version"]}}
+    values = body.get("values_override") or {}
+    override = {name: [list(pair) for pair in values.get(name, [])] for name in ("set", "set_string", "set_json")}
+    file = values.get("file") or {}
+    if file.get("raw"):
+        override["file"] = {"raw": {"values": [{"name": v["name"], "content": v["content"]}
+                                               for v in file["raw"]["values"]]}}
+    elif file.get("git"):
+        override["file"] = {"git": {"git_repository": _git(ctx, file["git"]["git_repository"]),
+                                    "paths": list(file["git"]["paths"])}}
+    return {"source": built, "arguments": list(body.get("arguments", [])),
             "allow_cluster_wide_resources": body.get("allow_cluster_wide_resources", False),
-            "timeout_sec": body.get("timeout_sec", 600), "arguments": body.get("arguments", [])}
+            "values_override": override, "timeout_sec": body.get("timeout_sec", 600),
+            "auto_deploy": body.get("auto_deploy", True)}
 
 
 def build_terraform(ctx, body, env):
-    return {"git_repository": _git(ctx, body["git_repository"]), "engine": body.get("engine", "TERRAFORM"),
-            "engine_version": body.get("engine_version", "1.9.8"), "tfvars_files": body.get("tfvars_files", [])}
+    """The platform's payload (terraform_files_source, terraform_variables_source, provider_version, ...);
+    the earlier flat fields (git_repository, engine_version, tfvars_files) are read when the nested ones are
+    absent, and records carry both, the flat ones mirroring the nested ones."""
+    files = body.get("terraform_files_source") or {"git_repository": body["git_repository"]}
+    repository = _git(ctx, files["git_repository"])
+    variables = body.get("terraform_variables_source") or {}
+    paths = list(variables.get("tf_var_file_paths", body.get("tfvars_files", [])))
+    sent = body.get("provider_version") or {}
+    version = {"read_from_terraform_block": sent.get("read_from_terraform_block", False)}
+    if sent.get("explicit_version") or not version["read_from_terraform_block"]:
+        version["explicit_version"] = sent.get("explicit_version") or body.get("engine_version") or "1.9.8"
+    resources = {name: (body.get("job_resources") or {}).get(name, default)
+                 for name, default in (("cpu_milli", 500), ("ram_mib", 512), ("gpu", 0), ("storage_gib", 1))}
+    backend = body.get("backend") or {}
+    out = {"terraform_files_source": {"git_repository": repository},
+           "terraform_variables_source": {"tf_var_file_paths": paths,
+                                          "tf_vars": [_tf_var(var) for var in variables.get("tf_vars", [])]},
+           "backend": {"user_provided": {}} if "user_provided" in backend else {"kubernetes": {}},
+           "engine": body.get("engine", "TERRAFORM"),
+           "provider_version": version, "timeout_sec": body.get("timeout_sec", 1800), "job_resources": resources,
+           "use_cluster_credentials": body.get("use_cluster_credentials", False),
+           "auto_deploy": body.get("auto_deploy", True),
+           "git_repository": repository, "engine_version": version.get("explicit_version", ""), "tfvars_files": paths}
+    if body.get("action_extra_arguments"):
+        out["action_extra_arguments"] = body["action_extra_arguments"]
+    return out
+
+
+def _tf_var(var):
+    """A Terraform variable as records show it: a secret one without its value."""
+    secret = var.get("secret", False)
+    return {"key": var["key"], "secret": secret, **({} if secret else {"value": var.get("value", "")})}
 
 
 BUILDERS = {"application": build_application, "container": build_container, "database": build_database,
@@ -125,7 +219,7 @@ def service(ctx, kind, ident=None):
 
 def commits_of(rt, entry):
     """The last 100 commits of a service's repository (newest first), with ISO dates."""
-    repository = entry.data.get("git_repository")
+    repository = repository_of(entry.data)
     if not repository:
         return []
     out = rt.fake.commits(repository["url"], repository["branch"], 100, entry.meta["created"])
@@ -140,7 +234,8 @@ def create(ctx, kind):
         raise conflict(f"a service named {body['name']!r} already exists in environment {env.id}")
     ident = rt.new_id()
     data = {"id": ident, **rt.stamp(ctx.now), "environment": {"id": env.id}, "name": body["name"],
-            "description": body.get("description"), **BUILDERS[kind](ctx, body, env)}
+            **({"description": body["description"]} if body.get("description") is not None else {}),
+            "service_type": KINDS[kind][1], "icon_uri": f"{ICON_BASE}/{kind}.svg", **BUILDERS[kind](ctx, body, env)}
     entry = Entry(data, ctx.org, env.id, meta={"kind": kind, "type": KINDS[kind][1], "created": ctx.now})
     rt.store.services.add(entry)
     rt.bump(entry)
@@ -151,7 +246,7 @@ def create(ctx, kind):
 
 def list_services(ctx, kind):
     env = ctx.rt.store.environments.get(ctx.params["env_id"], ctx.org)
-    return results(e for e in ctx.rt.store.services.under(env.id) if e.meta["kind"] == kind)
+    return page(ctx, (e for e in ctx.rt.store.services.under(env.id) if e.meta["kind"] == kind))
 
 
 def get(ctx, kind):
@@ -163,22 +258,32 @@ def edit(ctx, kind):
     entry = service(ctx, kind)
     if "name" in body and rt.store.services.name_taken(entry.parent, body["name"], exclude=entry.id):
         raise conflict(f"a service named {body['name']!r} already exists in this environment")
-    rebuilt = BUILDERS[kind](ctx, {**_request_view(entry.data), **body}, rt.store.environments.find(entry.parent))
+    rebuilt = BUILDERS[kind](ctx, {**_request_view(entry.data, body), **body},
+                             rt.store.environments.find(entry.parent))
     _count_registry(ctx, entry.data, -1)
     merge(entry.data, body, ("name", "description"))
     for name in EDITABLE[kind]:
         if name in body and name in rebuilt:
             entry.data[name] = rebuilt[name]
+    if "registry" in rebuilt:                      # a container's registry follows its registry_id
+        entry.data["registry"] = rebuilt["registry"]
+    if kind == "terraform":                        # the flat fields mirror the nested ones: all follow
+        entry.data.update(rebuilt)
     _count_registry(ctx, entry.data, +1)
     touch(rt, entry, ctx.now)
     return entry.data
 
 
-def _request_view(data):
-    """A record seen as the create payload that would produce it (for rebuilding on edit)."""
+def _request_view(data, body):
+    """A record seen as the create payload that would produce it (for rebuilding on edit); the deployed
+    commit is kept by `_git`. A Terraform edit sent with the earlier flat fields rebuilds from those."""
     out = dict(data)
-    if out.get("git_repository"):
-        out["git_repository"] = {k: v for k, v in out["git_repository"].items() if k != "deployed_commit_id"}
+    for flat, nested in (("git_repository", "terraform_files_source"), ("engine_version", "provider_version")):
+        if nested in out and flat in body and nested not in body:
+            out.pop(nested)
+    if "tfvars_files" in body and "terraform_variables_source" not in body and "terraform_variables_source" in out:
+        out["terraform_variables_source"] = {**out["terraform_variables_source"],
+                                             "tf_var_file_paths": body["tfvars_files"]}
     return out
 
 
@@ -194,7 +299,7 @@ def delete(ctx, kind):
 
 
 def _count_registry(ctx, data, step):
-    registry_id = data.get("registry_id") or (data.get("image") or {}).get("registry_id")
+    registry_id = data.get("registry_id") or ((data.get("source") or {}).get("image") or {}).get("registry_id")
     registry = ctx.rt.store.registries.find(registry_id, ctx.org) if registry_id else None
     if registry is not None:
         registry.data["associated_services_count"] = max(0, registry.data["associated_services_count"] + step)
@@ -205,7 +310,7 @@ def status(ctx, kind):
 
 
 def history(ctx, kind):
-    return {"results": ctx.rt.deployments.history(service(ctx, kind), ctx.now)}
+    return page(ctx, ctx.rt.deployments.history(service(ctx, kind), ctx.now), lambda item: item)
 
 
 def action(verb):
@@ -215,7 +320,7 @@ def action(verb):
         if verb == "redeploy" and entry.meta.get("deployed_rev") is None:
             raise conflict(f"{kind} {entry.id} was never deployed: deploy it before a redeploy")
         commit = None
-        if verb in ("deploy", "redeploy") and entry.data.get("git_repository"):
+        if verb in ("deploy", "redeploy") and repository_of(entry.data):
             commit = _commit(ctx, entry, verb)
         request = rt.deployments.start(ctx, entry, "DEPLOY" if verb == "redeploy" else verb.upper(), commit)
         return rt.deployments.record(request, entry, ctx.now)
@@ -225,7 +330,7 @@ def action(verb):
 def _commit(ctx, entry, verb):
     commits = commits_of(ctx.rt, entry)
     if verb == "redeploy":
-        wanted = entry.data["git_repository"].get("deployed_commit_id") or commits[0]["git_commit_id"]
+        wanted = repository_of(entry.data).get("deployed_commit_id") or commits[0]["git_commit_id"]
     else:
         wanted = ctx.body.get("git_commit_id")
         if wanted is None:

@@ -1,21 +1,26 @@
 """Environment variables and secrets at project, environment and service level.
 
-Rules (api-decisions.md): a key is unique per owner (409 when taken); a `mount_path`
-makes a FILE variable; an override or an alias must sit at a lower scope than the
-variable it points to (PROJECT > ENVIRONMENT > service; a BUILT_IN counts just above
-the level that owns it) and inside that variable's subtree, else 400. Built-ins are managed
-by the platform: editing or deleting one conflicts with that (409). A service's list
-shows what it sees: its own records, those of its environment and project, and
-built-ins, with an override hiding the record it overrides. Secret values are kept
-private: no response carries them.
+Rules (api-decisions.md, "Variables"): levels, highest first, are BUILT_IN > PROJECT >
+ENVIRONMENT > service scopes. A key is unique per owner (409 when taken). A `mount_path`
+makes a FILE variable. An override sits strictly lower than its target and carries the
+target's key, so it never collides with it (a second override of that key at the same
+place, or a record of that key the place owns, is a 409). An alias sits at the target's
+level or lower. Either must be placed where the target is visible, else 400.
+
+Every service's BUILT_IN variables live at its environment (with `service_id` naming the
+service), so every service of the environment sees them, as on the platform. Built-ins are
+managed by the platform: editing or deleting one conflicts with that (409). A service's
+list shows what it sees: its own records, those of its environment (built-ins included)
+and project, an override hiding the record it overrides. Secret values are kept private:
+no response carries them. Deleting a record deletes its overrides and aliases.
 """
 
 from ..errors import ApiError, conflict, not_found
 from ..store import Entry
-from .common import bind, touch
+from .common import bind, optional, page, touch
 
-SCOPE_RANK = {"PROJECT": 3, "ENVIRONMENT": 2, "APPLICATION": 1, "CONTAINER": 1, "JOB": 1, "HELM": 1,
-              "TERRAFORM": 1}
+SCOPE_RANK = {"BUILT_IN": 4, "PROJECT": 3, "ENVIRONMENT": 2, "APPLICATION": 1, "CONTAINER": 1, "JOB": 1,
+              "HELM": 1, "TERRAFORM": 1}
 LEVELS = {"Project": "PROJECT", "Environment": "ENVIRONMENT", "Application": "application",
           "Container": "container", "Job": "job", "Helm": "helm", "Terraform": "terraform"}
 SERVICE_PARAMS = ("app_id", "applicationId", "containerId", "jobId", "helmId", "terraformId")
@@ -68,12 +73,10 @@ def chain(rt, owner):
     return out
 
 
-def resolve(ctx, scope, ident, field):
-    """The record a scope and an id name (override_parent_id, alias_parent_id)."""
+def resolve(ctx, scope, ident):
+    """The record a scope and an id name (override_parent_id, alias_parent_id; BUILT_IN is refused by the
+    document: only the platform creates built-ins)."""
     store = ctx.rt.store
-    if scope == "BUILT_IN":
-        raise ApiError(400, f"body.{field}: BUILT_IN variables are created by the platform; choose another scope",
-                       [(f"body.{field}", "BUILT_IN is not allowed")])
     if scope == "PROJECT":
         return store.projects.get(ident, ctx.org)
     if scope == "ENVIRONMENT":
@@ -82,8 +85,7 @@ def resolve(ctx, scope, ident, field):
 
 
 def rank(entry):
-    level = SCOPE_RANK[entry.meta["level"]]
-    return level + 0.5 if entry.data["variable_type"] == "BUILT_IN" else level
+    return SCOPE_RANK["BUILT_IN" if entry.data["variable_type"] == "BUILT_IN" else entry.meta["level"]]
 
 
 # ---------------------------------------------------------------- records
@@ -95,7 +97,8 @@ def make(ctx, family, owner, key, value, scope, kind, mount_path=None, descripti
             "mount_path": mount_path, "service_id": service.id if service else None,
             "service_name": service.data["name"] if service else None,
             "service_type": service.meta["type"] if service else None, "owned_by": owned_by,
-            "description": description, "enable_interpolation_in_file": interpolation}
+            "enable_interpolation_in_file": interpolation}
+    optional(data, "description", description)
     private = None
     if family.secret:
         private = {"value": value}
@@ -117,15 +120,17 @@ def reference(family, target):
     out = {"id": data["id"], "key": data["key"], "mount_path": data["mount_path"], "scope": data["scope"],
            "variable_type": data["variable_type"]}
     if family.secret:
-        out.update(description=data["description"], enable_interpolation_in_file=data["enable_interpolation_in_file"])
+        out["enable_interpolation_in_file"] = data["enable_interpolation_in_file"]
+        optional(out, "description", data.get("description"))
     else:
         out["value"] = data["value"]
     return out
 
 
-def key_taken(rt, family, owner_id, key, exclude=None):
-    """A key names one record per owner, whatever its type (overrides included)."""
-    return rt.store.tables[family.table].name_taken(owner_id, key, exclude)
+def key_taken(rt, family, owner_id, key, exclude=()):
+    """A key names one record per owner, whatever its type; `exclude` are ids that do not count
+    (the record being renamed, or the target of an override, whose key the override carries)."""
+    return any(e.data["key"] == key and e.id not in exclude for e in rt.store.tables[family.table].under(owner_id))
 
 
 def visible(rt, family, owner):
@@ -148,7 +153,7 @@ def create(ctx, family, level):
 
 
 def list_visible(ctx, family, level):
-    return {"results": [e.data for e in visible(ctx.rt, family, owner_of(ctx, level))]}
+    return page(ctx, visible(ctx.rt, family, owner_of(ctx, level)))
 
 
 def _item(ctx, family, level, owned):
@@ -156,10 +161,12 @@ def _item(ctx, family, level, owned):
     owner = owner_of(ctx, level)
     ident = ctx.params[family.item_param]
     table = ctx.rt.store.tables[family.table]
-    if owned:
-        return owner, table.get(ident, ctx.org, family.reference, parent=owner.id)
     entry = table.find(ident, ctx.org)
-    if entry is None or all(e is not entry for e in visible(ctx.rt, family, owner)):
+    if entry is not None and entry.parent == owner.id:
+        return owner, entry
+    seen = entry is not None and any(e is entry for e in visible(ctx.rt, family, owner))
+    # a built-in seen through a service's path answers as the platform-managed record it is (409 on change)
+    if not seen or (owned and entry.data["variable_type"] != "BUILT_IN"):
         raise not_found(family.reference, ident)
     return owner, entry
 
@@ -175,12 +182,13 @@ def edit(ctx, family, level):
     if data["variable_type"] == "BUILT_IN":
         raise conflict(f"built-in {family.reference} {data['key']} is managed by the platform and cannot be edited")
     if data["variable_type"] != "OVERRIDE":          # an override keeps the key of what it overrides
-        if body["key"] != data["key"] and key_taken(rt, family, owner.id, body["key"], exclude=entry.id):
+        if body["key"] != data["key"] and key_taken(rt, family, owner.id, body["key"], exclude=(entry.id,)):
             raise conflict(f"{family.reference} key {body['key']!r} already exists at this scope")
         data["key"] = body["key"]
-    for name in ("description", "enable_interpolation_in_file"):
-        if name in body:
-            data[name] = body[name]
+    if "description" in body:
+        optional(data, "description", body["description"])
+    if "enable_interpolation_in_file" in body:
+        data["enable_interpolation_in_file"] = body["enable_interpolation_in_file"]
     if family.secret:
         entry.private["value"] = body["value"]
     else:
@@ -222,20 +230,30 @@ def remove(rt, family, entry):
     rt.derived.get(entry.meta.get("target"), {}).pop(entry.id, None)
 
 
-def _derive(ctx, family, target, scope, parent, kind, key, value):
-    """Create an override or alias of `target` at (scope, parent), enforcing the scope rule."""
+def _derive(ctx, family, target, scope, parent, kind, key, value, where=None):
+    """Create an override or alias of `target` at (scope, parent), enforcing the level and visibility rules.
+    `where` names the request part that chose the place (default: the body's *_scope and *_parent_id)."""
     rt, body = ctx.rt, ctx.body
-    if SCOPE_RANK[scope] >= rank(target):
-        raise ApiError(400, f"an {kind.lower()} must be at a lower scope than the {family.reference} it points to "
-                       f"({target.data['scope']} at {target.meta['level']}); {scope} is not lower",
-                       [(f"body.{kind.lower()}_scope", "must be a lower scope")])
-    if target.parent not in {level.id for level in chain(rt, parent)}:
-        raise ApiError(400, f"{scope.lower()} {parent.id} is not inside the scope of {family.reference} "
-                       f"{target.id}", [(f"body.{kind.lower()}_parent_id", "outside the variable's scope")])
-    if kind == "OVERRIDE" and any(e.meta.get("target") == target.id and e.data["variable_type"] == "OVERRIDE"
+    scope_at, parent_at = (where, where) if where else (f"body.{kind.lower()}_scope", f"body.{kind.lower()}_parent_id")
+    level = "BUILT_IN" if target.data["variable_type"] == "BUILT_IN" else target.meta["level"]
+    if kind == "OVERRIDE" and SCOPE_RANK[scope] >= rank(target):
+        raise ApiError(400, f"an override must be at a lower scope than the {family.reference} it overrides "
+                       f"({target.data['key']} is {level}); {scope} is not lower (levels, highest first: "
+                       "BUILT_IN > PROJECT > ENVIRONMENT > service)",
+                       [(scope_at, "must be a lower scope")])
+    if kind == "ALIAS" and SCOPE_RANK[scope] > rank(target):
+        raise ApiError(400, f"an alias must be at the same scope as the {family.reference} it aliases or lower "
+                       f"({target.data['key']} is {level}); {scope} is higher",
+                       [(scope_at, "must not be a higher scope")])
+    if target.parent not in {place.id for place in chain(rt, parent)}:
+        raise ApiError(400, f"{scope.lower()} {parent.id} cannot see {family.reference} {target.id} "
+                       f"({target.data['key']}): an {kind.lower()} must be placed where its target is visible "
+                       "(the target's owner or below it)",
+                       [(parent_at, "outside the variable's scope")])
+    if kind == "OVERRIDE" and any(e.data["variable_type"] == "OVERRIDE" and e.data["key"] == key
                                   for e in rt.store.tables[family.table].under(parent.id)):
-        raise conflict(f"{family.reference} {target.id} is already overridden at this scope")
-    if key_taken(rt, family, parent.id, key):
+        raise conflict(f"{family.reference} {key} is already overridden at this place")
+    if key_taken(rt, family, parent.id, key, exclude=(target.id,) if kind == "OVERRIDE" else ()):
         raise conflict(f"{family.reference} key {key!r} already exists at this scope")
     mount_path = target.data["mount_path"] if kind == "OVERRIDE" else None
     entry = make(ctx, family, parent, key, value, scope, kind, mount_path, body.get("description"),
@@ -250,27 +268,37 @@ def _target(ctx, family, param):
 def create_override(ctx, family):
     target = _target(ctx, family, family.item_param)
     scope = ctx.body["override_scope"]
-    parent = resolve(ctx, scope, ctx.body["override_parent_id"], "override_scope")
+    parent = resolve(ctx, scope, ctx.body["override_parent_id"])
     return _derive(ctx, family, target, scope, parent, "OVERRIDE", target.data["key"], ctx.body["value"])
 
 
 def create_alias(ctx, family):
     target = _target(ctx, family, family.item_param)
     scope = ctx.body["alias_scope"]
-    parent = resolve(ctx, scope, ctx.body["alias_parent_id"], "alias_scope")
-    value = None if family.secret else target.data["value"]
-    if family.secret:
-        value = target.private["value"]
+    parent = resolve(ctx, scope, ctx.body["alias_parent_id"])
+    value = target.private["value"] if family.secret else target.data["value"]
     return _derive(ctx, family, target, scope, parent, "ALIAS", ctx.body["key"], value)
 
 
 def service_override(ctx, family, kind, param):
-    service_param = next(name for name in ("applicationId", "containerId", "jobId", "helmId", "terraformId")
-                         if name in ctx.params)
-    service = _service(ctx, ctx.params[service_param], kind)
+    service = _path_service(ctx, kind)
     target = _target(ctx, family, param)
     return _derive(ctx, family, target, service.meta["type"], service, "OVERRIDE", target.data["key"],
-                   ctx.body["value"])
+                   ctx.body["value"], where="path")
+
+
+def service_alias(ctx, family, kind, param):
+    service = _path_service(ctx, kind)
+    target = _target(ctx, family, param)
+    value = target.private["value"] if family.secret else target.data["value"]
+    return _derive(ctx, family, target, service.meta["type"], service, "ALIAS", ctx.body["key"], value,
+                   where="path")
+
+
+def _path_service(ctx, kind):
+    service_param = next(name for name in ("applicationId", "containerId", "jobId", "helmId", "terraformId")
+                         if name in ctx.params)
+    return _service(ctx, ctx.params[service_param], kind)
 
 
 # ---------------------------------------------------------------- built-ins
@@ -286,17 +314,15 @@ def add_built_ins(ctx, service, env):
              "BUILT_IN", service=service)
         return
     prefix = f"PLATFORM_{kind}_{short}"
-    make(ctx, VARIABLES, service, f"{prefix}_HOST_INTERNAL", f"{name}.{env.id[:8]}.svc.cluster.local",
-         "BUILT_IN", "BUILT_IN")
+    make(ctx, VARIABLES, env, f"{prefix}_HOST_INTERNAL", f"{name}.{env.id[:8]}.svc.cluster.local",
+         "BUILT_IN", "BUILT_IN", service=service)
     if any(port.get("publicly_accessible") for port in service.data.get("ports") or []):
-        make(ctx, VARIABLES, service, f"{prefix}_HOST_EXTERNAL", f"{name}-{short.lower()}.platform.example",
-             "BUILT_IN", "BUILT_IN")
+        make(ctx, VARIABLES, env, f"{prefix}_HOST_EXTERNAL", f"{name}-{short.lower()}.platform.example",
+             "BUILT_IN", "BUILT_IN", service=service)
 
 
 def remove_built_ins(ctx, service):
-    """Built-ins a database put in its environment go with it (a service's own go with the service)."""
-    if service.meta["type"] != "DATABASE":
-        return
+    """The built-ins a service put in its environment go with it (with their overrides and aliases)."""
     for family in (VARIABLES, SECRETS):
         for entry in ctx.rt.store.tables[family.table].under(service.parent):
             if entry.data["service_id"] == service.id and entry.data["variable_type"] == "BUILT_IN":
@@ -319,6 +345,7 @@ def operations():
                 if (level, family.word) == ("container", "Variable"):
                     param = "environmentVariableId"
                 out[f"override{title}{word}"] = bind(service_override, family, level, param)
+                out[f"alias{title}{word}"] = bind(service_alias, family, level, param)
     for family in (VARIABLES, SECRETS):
         out[f"create{family.word}Override"] = bind(create_override, family)
         out[f"create{family.word}Alias"] = bind(create_alias, family)

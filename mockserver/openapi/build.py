@@ -16,8 +16,8 @@ import yaml
 
 from .ids import IDS
 from .operations import PARAM_EXAMPLES, PATH_PARAM, SERVICE_KINDS, all_operations
-from .schemas import (BASE, BASE_REQUIRED, DATABASE_VERSIONS, GIT_REPOSITORY, IMAGE_SOURCE, REFERENCE, SCHEMAS,
-                      enum, integer, nullable, obj, ref, results, s)
+from .schemas import (BASE, BASE_REQUIRED, DATABASE_VERSIONS, GIT_REPOSITORY, HELM_SOURCE, ICON_BASE, JOB_SOURCE,
+                      REFERENCE, SCHEMAS, TF_VARIABLES_SOURCE, enum, integer, obj, page_list, ref, s, uuid)
 
 DOCUMENT = Path(__file__).with_name("openapi.yaml")
 ERRORS = {
@@ -44,9 +44,9 @@ RATE_HEADERS = {
 def service_schemas():
     """Response records of the six service kinds, derived from their create payloads."""
     out = {}
-    for kind, (_, title, _, _, request, _) in SERVICE_KINDS.items():
+    for kind, (_, title, service_type, _, request, _) in SERVICE_KINDS.items():
         if kind == "database":
-            props = {"name": s("orders-db"), "description": nullable(s("Orders database")),
+            props = {"name": s("orders-db"), "description": s("Orders database"),
                      "type": enum(list(DATABASE_VERSIONS), "POSTGRESQL"), "version": s("16"),
                      "mode": enum(["MANAGED", "CONTAINER"], "CONTAINER"), "accessibility": enum(["PRIVATE", "PUBLIC"]),
                      "cpu": integer(500), "memory": integer(512), "storage": integer(10),
@@ -54,19 +54,43 @@ def service_schemas():
             required = ["name", "type", "version", "mode", "accessibility", "cpu", "memory", "storage", "host", "port"]
         else:
             props = copy.deepcopy(SCHEMAS[request]["properties"])
-            for name in ("name", "description", "chart_name", "image_name", "tag"):
+            for name in ("name", "description", "image_name", "tag"):
                 if name in props:
                     props[name].pop("minLength", None)
-            if "description" in props:
-                props["description"] = nullable(props["description"])
             if "git_repository" in props:
-                props["git_repository"] = nullable(GIT_REPOSITORY) if kind == "job" else GIT_REPOSITORY
-            if "image" in props:
-                props["image"] = nullable(IMAGE_SOURCE)
-            required = [n for n in SCHEMAS[request].get("required", []) if n != "git_repository" or kind != "job"]
-        out[title] = obj({**BASE, "environment": REFERENCE, **props}, BASE_REQUIRED + ["environment"] + required)
-        out[f"{title}List"] = results(title)
+                props["git_repository"] = GIT_REPOSITORY
+            required = list(SCHEMAS[request].get("required", []))
+            required += RECORD_EXTRAS.get(kind, {}).get("required", [])
+            props.update(RECORD_EXTRAS.get(kind, {}).get("properties", {}))
+        props.update(service_type=enum([service_type]), icon_uri=s(f"{ICON_BASE}/{kind}.svg", format="uri"))
+        out[title] = obj({**BASE, "environment": REFERENCE, **props},
+                         BASE_REQUIRED + ["environment", "service_type", "icon_uri"] + required)
+        out[f"{title}List"] = page_list(title)
     return out
+
+
+# what a service's record carries beyond its create payload
+RECORD_EXTRAS = {
+    "application": {"properties": {}, "required": ["build_mode", "dockerfile_path", "cpu", "memory",
+                                                   "min_running_instances", "max_running_instances", "ports",
+                                                   "auto_deploy"]},
+    "container": {"properties": {"registry": obj({"id": uuid(IDS["registry"]), "name": s("acme-hub"),
+                                                  "kind": s("PUBLICHUB_CR"),
+                                                  "url": s("https://registry.publichub.example")},
+                                                 ["id", "name", "kind", "url"])},
+                  "required": ["registry", "cpu", "memory", "min_running_instances", "max_running_instances",
+                               "ports", "arguments"]},
+    "job": {"properties": {"source": JOB_SOURCE, "job_type": enum(["CRON", "LIFECYCLE"], "CRON")},
+            "required": ["job_type", "cpu", "memory", "max_nb_restart", "max_duration_seconds", "auto_deploy"]},
+    "helm": {"properties": {"source": HELM_SOURCE},
+             "required": ["arguments", "allow_cluster_wide_resources", "values_override", "timeout_sec",
+                          "auto_deploy"]},
+    "terraform": {"properties": {"terraform_files_source": obj({"git_repository": GIT_REPOSITORY}, ["git_repository"]),
+                                 "terraform_variables_source": TF_VARIABLES_SOURCE},
+                  "required": ["terraform_files_source", "terraform_variables_source", "backend", "engine",
+                               "provider_version", "timeout_sec", "job_resources", "use_cluster_credentials",
+                               "auto_deploy", "git_repository", "engine_version", "tfvars_files"]},
+}
 
 
 def headers(*names):

@@ -72,12 +72,19 @@ def q(name, schema, description):
     return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
 
 
+# `page` and `page_size` on the lists that grow without bound (see README, Pagination)
+PAGE_QUERY = [q("page", {"type": "integer", "minimum": 1, "maximum": 1000000, "example": 1}, "Page number, from 1; without page and "
+                "page_size the whole list is returned"),
+              q("page_size", {"type": "integer", "minimum": 1, "maximum": 100, "example": 20},
+                "Records per page (20 when only page is given)")]
+
+
 def link(operation_id, **parameters):
     return {"operationId": operation_id, "parameters": parameters}
 
 
 def crud(tag, title, plural, collection, item, param, request, edit_request=None, response=None, list_schema=None,
-         create_links=None):
+         create_links=None, paged=False):
     """create/list on `collection`, get/edit/delete on `item` for a simple record."""
     response = response or title
     # parameters the item path shares with the collection path come from the create request
@@ -89,7 +96,7 @@ def crud(tag, title, plural, collection, item, param, request, edit_request=None
         Op("POST", collection, f"create{title}", "write", 201, response, request, tag=tag,
            summary=f"Create a {title.lower()}", links=read),
         Op("GET", collection, f"list{plural}", "read", 200, list_schema or f"{response}List", tag=tag,
-           summary=f"List {plural.lower()}"),
+           summary=f"List {plural.lower()}", query=PAGE_QUERY if paged else []),
         Op("GET", item, f"get{title}", "read", 200, response, tag=tag, summary=f"Get a {title.lower()}"),
         Op("DELETE", item, f"delete{title}", "write", 204, None, tag=tag, summary=f"Delete a {title.lower()}"),
     ]
@@ -117,7 +124,7 @@ def variable_ops(level, title, base, param, tag):
             Op("POST", collection, f"create{title}{word}", "write", 201, schema,
                "VariableRequest", tag=tag, summary=f"Add a {word.lower()} to the {level}", links=create_links),
             Op("GET", collection, f"list{title}{plural}", "read", 200, f"{schema}List", tag=tag,
-               summary=f"List the {plural.lower()} the {level} sees"),
+               summary=f"List the {plural.lower()} the {level} sees", query=PAGE_QUERY),
         ]
         item_base = base.replace(f"{{{param}}}", "{%s}" % ITEM_PARAM.get(param, param))
         item = f"{item_base}/{noun}/{{{one}}}"
@@ -161,7 +168,7 @@ def service_ops(kind):
         Op("POST", f"/environment/{{env_id}}/{kind}", f"create{title}", "write", 201, title, request, tag=tag,
            summary=f"Create a {title.lower()} in an environment", links=create_links),
         Op("GET", f"/environment/{{env_id}}/{kind}", f"list{title}s", "read", 200, f"{title}List", tag=tag,
-           summary=f"List the {title.lower()}s of an environment"),
+           summary=f"List the {title.lower()}s of an environment", query=PAGE_QUERY),
         Op("GET", item, f"get{title}", "read", 200, title, tag=tag, summary=f"Get a {title.lower()}"),
         Op("PUT", item, f"edit{title}", "write", 200, title, EDIT_REQUESTS.get(kind, request), tag=tag,
            summary=f"Edit a {title.lower()}"),
@@ -169,7 +176,7 @@ def service_ops(kind):
         Op("GET", f"/{kind}/{{{p('status')}}}/status", f"get{title}Status", "read", 200, "ServiceStatus", tag=tag,
            summary=f"Deployment status of a {title.lower()}"),
         Op("GET", f"{item}/deploymentHistory", f"list{title}DeploymentHistory", "read", 200, "DeploymentHistory",
-           tag=tag, summary="Every deployment of the service, newest first"),
+           tag=tag, summary="Every deployment of the service, newest first", query=PAGE_QUERY),
     ]
     for action in ACTIONS:
         body = "DeployRequest" if (kind, action) == ("application", "deploy") else "EmptyRequest"
@@ -185,6 +192,9 @@ def service_ops(kind):
             rows.append(Op("POST", f"{item}/{noun}/{{{one}}}/override", f"override{title}{word}", "write", 201,
                            word, "ServiceOverrideRequest", tag="Environment Variables",
                            summary=f"Override a {word.lower()} for this {title.lower()}"))
+            rows.append(Op("POST", f"{item}/{noun}/{{{one}}}/alias", f"alias{title}{word}", "write", 201,
+                           word, "ServiceAliasRequest", tag="Environment Variables",
+                           summary=f"Alias a {word.lower()} for this {title.lower()}"))
     return rows
 
 
@@ -192,16 +202,19 @@ def organization_ops():
     org = "/organization/{organizationId}"
     by_id = "$response.body#/id"
     return [
-        Op("GET", "/organization", "getOrganization", "read", 200, "Organization", tag="Organizations",
-           summary="The organization of the caller",
-           links={"ListProjects": link("listProjects", org_id=by_id),
+        Op("GET", f"{org}", "getOrganizationById", "read", 200, "Organization", tag="Organizations",
+           summary="One organization the caller belongs to"),
+        Op("GET", "/organization", "getOrganization", "read", 200, "CurrentOrganization", tag="Organizations",
+           summary="The organization of the caller, and in `results` the organizations the token sees",
+           links={"GetOrganizationById": link("getOrganizationById", organizationId=by_id),
+                  "ListProjects": link("listProjects", org_id=by_id),
                   "CreateProject": link("createProject", org_id=by_id),
                   "ListClusters": link("listClusters", organizationId=by_id),
                   "ListContainerRegistries": link("listContainerRegistries", organizationId=by_id),
                   "ListWebhooks": link("listWebhooks", org_id=by_id),
                   "ListLabelsGroups": link("listLabelsGroups", organizationId=by_id)}),
         *crud("Projects", "Project", "Projects", "/organization/{org_id}/project", "/project/{projectId}",
-              "projectId", "ProjectRequest", "ProjectRequest",
+              "projectId", "ProjectRequest", "ProjectRequest", paged=True,
               create_links={"CreateEnvironment": link("createEnvironment", project_id=by_id),
                             "ListEnvironments": link("listEnvironments", project_id=by_id),
                             "EditProject": link("editProject", projectId=by_id),
@@ -209,7 +222,7 @@ def organization_ops():
                             "CreateProjectSecret": link("createProjectSecret", projectId=by_id)}),
         *crud("Environments", "Environment", "Environments", "/project/{project_id}/environment",
               "/environment/{environmentId}", "environmentId", "EnvironmentRequest", "EnvironmentEditRequest",
-              create_links={**{f"Create{t}": link(f"create{t}", env_id=by_id)
+              paged=True, create_links={**{f"Create{t}": link(f"create{t}", env_id=by_id)
                                for _, t, *_ in SERVICE_KINDS.values()},
                             "EditEnvironment": link("editEnvironment", environmentId=by_id),
                             "GetEnvironmentDeploymentQueue": link("getEnvironmentDeploymentQueue",
@@ -265,7 +278,7 @@ def organization_ops():
 
 
 def misc_service_ops():
-    page = {"type": "integer", "minimum": 1, "example": 1}
+    page = {"type": "integer", "minimum": 1, "maximum": 1000000, "example": 1}
     return [
         Op("GET", "/application/{app_id}/log", "getApplicationLogs", "read", 200, "LogList", tag="Applications",
            summary="Build and runtime log lines, newest last",

@@ -26,6 +26,7 @@ CLUSTER_STATES = [
 DEPLOYMENT_STATUSES = ["NEVER_DEPLOYED", "OUT_OF_DATE", "UP_TO_DATE"]
 SERVICE_TYPES = ["APPLICATION", "CONTAINER", "DATABASE", "JOB", "HELM", "TERRAFORM"]
 SCOPES = ["APPLICATION", "BUILT_IN", "ENVIRONMENT", "PROJECT", "CONTAINER", "JOB", "HELM", "TERRAFORM"]
+PLACE_SCOPES = [scope for scope in SCOPES if scope != "BUILT_IN"]     # where a client may put a record
 VARIABLE_TYPES = ["VALUE", "ALIAS", "OVERRIDE", "BUILT_IN", "FILE"]
 EDITABLE_MODES = ["DEVELOPMENT", "PRODUCTION", "STAGING"]
 ENV_MODES = ["DEVELOPMENT", "PREVIEW", "PRODUCTION", "STAGING"]
@@ -34,7 +35,11 @@ REGISTRY_KINDS = [
     "CODEHOST1_ENTERPRISE_CR", "CODEHOST2_CR", "CLOUDC_ARTIFACT_REGISTRY", "CLOUDE_CR",
     "GENERIC_CR", "CLOUDD_CR",
 ]
-WEBHOOK_EVENTS = ["DEPLOYMENT_STARTED", "DEPLOYMENT_SUCCEEDED", "DEPLOYMENT_FAILED", "DEPLOYMENT_CANCELLED"]
+# The spec's three kinds, and the platform's other names for the same events (delivered under the name subscribed)
+WEBHOOK_EVENTS = ["DEPLOYMENT_STARTED", "DEPLOYMENT_SUCCEEDED", "DEPLOYMENT_FAILED", "DEPLOYMENT_CANCELLED",
+                  "DEPLOYMENT_SUCCESSFUL", "DEPLOYMENT_FAILURE"]
+GIT_PROVIDERS = ["CODEHOST1", "CODEHOST2"]
+ICON_BASE = "https://console.platform.example/assets/services"
 ACTIONS = ["DEPLOY", "DELETE", "RESTART", "STOP", "UNKNOWN"]
 ACTION_STATUSES = ["QUEUED", "ONGOING", "SUCCESS", "ERROR", "CANCELED", "CANCELING", "NEVER"]
 STEP_NAMES = [
@@ -58,6 +63,16 @@ CLOUD_PROVIDERS = ["CLOUDA", "CLOUDB", "CLOUDC", "ON_PREMISE"]
 
 
 # ---------------------------------------------------------------- helpers
+ABSENT = {"not": {}}        # a field that must not be there
+
+
+def one_of(**branches):
+    """Exactly one of these fields: each branch a whole object with its field and without the others
+    (so generators can build each branch on its own, and a handler can trust the field it finds)."""
+    return {"oneOf": [obj({**{other: ABSENT for other in branches if other != name}, name: schema}, [name])
+                      for name, schema in branches.items()]}
+
+
 def ref(name):
     return {"$ref": f"#/components/schemas/{name}"}
 
@@ -119,6 +134,16 @@ def results(item):
     return obj({"results": arr(ref(item))}, ["results"])
 
 
+PAGINATION = obj({"page": integer(1, minimum=1), "page_size": integer(20, minimum=1, maximum=100),
+                  "total_count": integer(42, minimum=0), "total_pages": integer(3, minimum=0)},
+                 ["page", "page_size", "total_count", "total_pages"])
+
+
+def page_list(item):
+    """A list that may be asked for one page (`page`, `page_size`): then `pagination` comes next to `results`."""
+    return obj({"results": arr(ref(item)), "pagination": PAGINATION}, ["results"])
+
+
 def paged(item):
     return obj(
         {"page": integer(1, minimum=1), "page_size": integer(20, minimum=1), "results": arr(ref(item))},
@@ -127,7 +152,7 @@ def paged(item):
 
 
 BASE = {"id": ro(uuid()), "created_at": ro(datetime()), "updated_at": ro(datetime())}
-BASE_REQUIRED = ["id", "created_at"]
+BASE_REQUIRED = ["id", "created_at", "updated_at"]
 NAME = s("storefront", minLength=1, maxLength=255)
 DESCRIPTION = s("Customer facing web shop", maxLength=1024)
 REFERENCE = obj({"id": uuid()}, ["id"])
@@ -137,17 +162,20 @@ GIT_REPOSITORY_REQUEST = obj(
         "url": GIT_URL,
         "branch": s("main", minLength=1, maxLength=255),
         "root_path": s("/", maxLength=255),
-        "provider": enum(["CODEHOST1", "CODEHOST2", "GENERIC"], "GENERIC"),
+        "provider": enum(GIT_PROVIDERS, "CODEHOST1"),
     },
     ["url"],
 )
-GIT_REPOSITORY = obj({**GIT_REPOSITORY_REQUEST["properties"], "deployed_commit_id": nullable(s("4f0c2a9d1e7b"))})
+# provider: inferred from the URL's host when not sent, absent when it cannot be; deployed_commit_id: once deployed
+GIT_REPOSITORY = obj({**GIT_REPOSITORY_REQUEST["properties"],
+                      "deployed_commit_id": s("4f0c2a9d1e7b3c5a8f6d2e4b1a3c5d7e9f0b2a4c")},
+                     ["url", "branch", "root_path"])
 PORT = obj(
     {
         "id": ro(uuid()),
         "name": s("http", maxLength=63),
         "internal_port": integer(8080, minimum=1, maximum=65535),
-        "external_port": nullable(integer(443, minimum=1, maximum=65535)),
+        "external_port": integer(443, minimum=1, maximum=65535),
         "protocol": enum(PROTOCOLS, "HTTP"),
         "publicly_accessible": boolean(True),
     },
@@ -165,6 +193,68 @@ IMAGE_SOURCE = obj(
     ["registry_id", "image_name", "tag"],
 )
 VARIABLE_DESCRIPTION = nullable(s("Connection string of the orders database", maxLength=255))
+# ---- jobs and Helm services: the platform's nested payloads (one source kind each, see README)
+DOCKERFILE_PATH = s("Dockerfile", minLength=1, maxLength=255)
+JOB_DOCKER_REQUEST = obj({"git_repository": GIT_REPOSITORY_REQUEST, "dockerfile_path": DOCKERFILE_PATH},
+                         ["git_repository"])
+JOB_DOCKER = obj({"git_repository": GIT_REPOSITORY, "dockerfile_path": DOCKERFILE_PATH},
+                 ["git_repository", "dockerfile_path"])
+JOB_SOURCE_REQUEST = one_of(image=IMAGE_SOURCE, docker=JOB_DOCKER_REQUEST)
+JOB_SOURCE = one_of(image=IMAGE_SOURCE, docker=JOB_DOCKER)
+JOB_COMMAND = {"arguments": arr(s("--full", maxLength=1024), maxItems=100),
+               "entrypoint": s("/app/report", minLength=1, maxLength=1024)}
+JOB_CRON = obj({"scheduled_at": s("0 3 * * *", minLength=1, maxLength=64), **JOB_COMMAND}, ["scheduled_at"])
+# a cron job, or a lifecycle job (one or more events), never both
+LIFECYCLE = ("on_start", "on_stop", "on_delete")
+JOB_SCHEDULE = {"oneOf": [
+    obj({"cronjob": JOB_CRON, **{event: ABSENT for event in LIFECYCLE}}, ["cronjob"]),
+    {"anyOf": [obj({"cronjob": ABSENT, **{other: obj(JOB_COMMAND) for other in LIFECYCLE}}, [event])
+               for event in LIFECYCLE]},
+], "example": {"cronjob": {"scheduled_at": "0 3 * * *"}}}
+HELM_REPOSITORY_ID = "5d7f9b1d-3f5a-4c7e-9b1d-3f5a7c9e1b3d"
+HELM_GIT_SOURCE = obj({"url": GIT_URL, "branch": s("main", minLength=1, maxLength=255),
+                       "root_path": s("/charts/ingress", maxLength=255), "git_token_id": uuid()}, ["url"])
+HELM_CHART = {"chart_name": s("ingress-nginx", minLength=1, maxLength=255),
+              "chart_version": s("4.11.3", minLength=1, maxLength=64)}
+# the Helm repository's id as `repository_id`, or as `repository` (the platform's other name for it)
+HELM_REPOSITORY_IDS = {"repository_id": uuid(HELM_REPOSITORY_ID), "repository": uuid(HELM_REPOSITORY_ID)}
+HELM_REPOSITORY_SOURCE = {"anyOf": [obj({**HELM_REPOSITORY_IDS, **HELM_CHART}, [name, "chart_name", "chart_version"])
+                                    for name in HELM_REPOSITORY_IDS]}
+HELM_SOURCE_REQUEST = one_of(git_repository=HELM_GIT_SOURCE, helm_repository=HELM_REPOSITORY_SOURCE)
+HELM_SOURCE = one_of(git_repository=GIT_REPOSITORY,
+                     helm_repository=obj({"repository_id": uuid(HELM_REPOSITORY_ID), "chart_name": s("ingress-nginx"),
+                                          "chart_version": s("4.11.3")},
+                                         ["repository_id", "chart_name", "chart_version"]))
+# ---- Terraform services: the platform's payload
+TF_ENGINES = ["TERRAFORM", "OPEN_TOFU"]
+TF_VARIABLES_SOURCE_REQUEST = obj({
+    "tf_var_file_paths": arr(s("env/production.tfvars", minLength=1, maxLength=1024), maxItems=100),
+    "tf_vars": arr(obj({"key": s("region", minLength=1, maxLength=255), "value": s("eu-west-3", maxLength=65536),
+                        "secret": boolean(False)}, ["key", "value"]), maxItems=200),
+})
+TF_VARIABLES_SOURCE = obj({
+    "tf_var_file_paths": arr(s("env/production.tfvars")),
+    "tf_vars": arr(obj({"key": s("region"), "value": s("eu-west-3", description="left out when secret"),
+                        "secret": boolean(False)}, ["key", "secret"])),
+}, ["tf_var_file_paths", "tf_vars"])
+TF_BACKEND = one_of(kubernetes=obj({}), user_provided=obj({}))
+TF_PROVIDER_VERSION = obj({"read_from_terraform_block": boolean(False),
+                           "explicit_version": s("1.9.8", minLength=1, maxLength=32)})
+TF_JOB_RESOURCES = obj({"cpu_milli": integer(500, minimum=10, maximum=64000),
+                        "ram_mib": integer(512, minimum=16, maximum=262144),
+                        "gpu": integer(0, minimum=0, maximum=16), "storage_gib": integer(1, minimum=1, maximum=1024)})
+HELM_PAIRS = arr(arr(s("controller.replicaCount", maxLength=4096), minItems=2, maxItems=2,
+                     example=["controller.replicaCount", "2"]), maxItems=200)
+HELM_VALUES_OVERRIDE = obj({
+    "set": HELM_PAIRS, "set_string": HELM_PAIRS, "set_json": HELM_PAIRS,
+    "file": obj({
+        "raw": obj({"values": arr(obj({"name": s("override.yaml", minLength=1, maxLength=255),
+                                       "content": s("controller:\n  replicaCount: 2\n", maxLength=65536)},
+                                      ["name", "content"]), maxItems=20)}, ["values"]),
+        "git": obj({"git_repository": HELM_GIT_SOURCE, "paths": arr(s("values/production.yaml"), minItems=1)},
+                   ["git_repository", "paths"]),
+    }),
+})
 INTERPOLATION = nullable(boolean(False))
 STATUS_DETAILS = obj({"action": enum(ACTIONS, "DEPLOY"), "status": enum(ACTION_STATUSES, "QUEUED"),
                       "sub_action": enum(["NONE"], "NONE")})
@@ -229,12 +319,21 @@ SCHEMAS = {
         ["status", "error", "message"],
     ),
     "Reference": REFERENCE,
-    "Organization": obj({**BASE, "name": s("Acme"), "description": nullable(s("Acme Corporation")),
-                         "plan": enum(PLANS, "TEAM")}, BASE_REQUIRED + ["name", "plan"]),
+    "Organization": obj({**BASE, "name": s("Acme"), "description": s("Acme Corporation"),
+                         "plan": enum(PLANS, "TEAM"), "owner": uuid(IDS["user"])},
+                        BASE_REQUIRED + ["name", "plan", "owner"]),
+    # GET /organization: the caller's organization record, and `results`, the organizations the token sees
+    "CurrentOrganization": obj({**BASE, "name": s("Acme"), "description": s("Acme Corporation"),
+                                "plan": enum(PLANS, "TEAM"), "owner": uuid(IDS["user"]),
+                                "results": arr(ref("Organization"))},
+                               BASE_REQUIRED + ["name", "plan", "owner", "results"]),
     "ProjectRequest": obj({"name": NAME, "description": DESCRIPTION}, ["name"]),
-    "Project": obj({**BASE, "name": NAME, "description": nullable(DESCRIPTION), "organization": REFERENCE},
-                   BASE_REQUIRED + ["name", "organization"]),
-    "ProjectList": results("Project"),
+    "Project": obj({**BASE, "name": NAME, "description": DESCRIPTION, "organization": REFERENCE,
+                    "associated_environments_count": integer(2, minimum=0),
+                    "associated_services_count": integer(6, minimum=0)},
+                   BASE_REQUIRED + ["name", "organization", "associated_environments_count",
+                                    "associated_services_count"]),
+    "ProjectList": page_list("Project"),
     "EnvironmentRequest": obj(
         {"name": s("production", minLength=1, maxLength=255), "mode": enum(EDITABLE_MODES, "PRODUCTION"),
          "cluster_id": uuid(IDS["cluster"]), "cluster": uuid(IDS["cluster"])},
@@ -251,7 +350,7 @@ SCHEMAS = {
         },
         BASE_REQUIRED + ["name", "organization", "project", "cloud_provider", "mode", "cluster_id"],
     ),
-    "EnvironmentList": results("Environment"),
+    "EnvironmentList": page_list("Environment"),
     "EnvironmentStatus": obj(
         {"id": uuid(IDS["environment"]), "state": enum(SERVICE_STATES, "DEPLOYED"),
          "last_deployment_date": nullable(datetime()), "last_deployment_state": nullable(enum(SERVICE_STATES)),
@@ -307,8 +406,9 @@ SCHEMAS = {
             "state": enum(SERVICE_STATES, "DEPLOYMENT_QUEUED"),
             "service_deployment_status": enum(DEPLOYMENT_STATUSES, "OUT_OF_DATE"),
             "status_details": STATUS_DETAILS, "deployment_request_id": uuid(),
+            "deployment_requests_count": integer(4, minimum=1), "is_part_last_deployment": boolean(True),
         },
-        ["id", "status", "service_id", "created_at"],
+        ["id", "status", "service_id", "created_at", "deployment_requests_count", "is_part_last_deployment"],
     ),
     "DeploymentHistoryItem": obj(
         {
@@ -323,7 +423,7 @@ SCHEMAS = {
         },
         ["identifier", "status"],
     ),
-    "DeploymentHistory": results("DeploymentHistoryItem"),
+    "DeploymentHistory": page_list("DeploymentHistoryItem"),
     "DeploymentHistoryPage": paged("DeploymentHistoryItem"),
     "LogLine": obj({"id": uuid(), "created_at": datetime(), "message": s("Listening on :8080"),
                     "pod_name": s("web-7d9f8b6c4-x2k9p"), "version": s("4f0c2a9d")},
@@ -365,30 +465,34 @@ SCHEMAS = {
                                 "storage": integer(10, minimum=1, maximum=65536)}),
     "JobRequest": obj(
         {"name": s("nightly-report", minLength=1, maxLength=255), "description": DESCRIPTION,
-         "job_type": enum(["CRON", "LIFECYCLE"], "CRON"),
-         "schedule": obj({"cronjob": obj({"scheduled_at": s("0 3 * * *", minLength=1, maxLength=64)},
-                                         ["scheduled_at"])}),
-         "git_repository": GIT_REPOSITORY_REQUEST, "dockerfile_path": s("Dockerfile", maxLength=255),
-         "image": IMAGE_SOURCE, "cpu": RESOURCES["cpu"], "memory": RESOURCES["memory"],
+         "source": JOB_SOURCE_REQUEST, "schedule": JOB_SCHEDULE, "cpu": RESOURCES["cpu"], "memory": RESOURCES["memory"],
          "max_nb_restart": integer(0, minimum=0, maximum=10),
-         "max_duration_seconds": integer(300, minimum=1, maximum=86400)},
-        ["name"],
-        anyOf=[{"required": ["git_repository"]}, {"required": ["image"]}],
+         "max_duration_seconds": integer(300, minimum=1, maximum=86400), "auto_deploy": boolean(True)},
+        ["name", "source", "schedule"],
     ),
     "HelmRequest": obj(
         {"name": s("ingress", minLength=1, maxLength=255), "description": DESCRIPTION,
-         "repository_url": s("https://charts.example.com", pattern="^https://"),
-         "chart_name": s("ingress-nginx", minLength=1, maxLength=255), "chart_version": s("4.11.3", maxLength=64),
-         "values_override": s("controller:\n  replicaCount: 2\n", maxLength=65536),
-         "allow_cluster_wide_resources": boolean(False), "timeout_sec": integer(600, minimum=1, maximum=7200),
-         "arguments": arr(s("--wait"))},
-        ["name", "chart_name"],
+         "source": HELM_SOURCE_REQUEST, "arguments": arr(s("--wait", maxLength=1024), maxItems=100),
+         "allow_cluster_wide_resources": boolean(False), "values_override": HELM_VALUES_OVERRIDE,
+         "timeout_sec": integer(600, minimum=1, maximum=7200), "auto_deploy": boolean(True)},
+        ["name", "source"],
     ),
     "TerraformRequest": obj(
         {"name": s("infra", minLength=1, maxLength=255), "description": DESCRIPTION,
-         "git_repository": GIT_REPOSITORY_REQUEST, "engine": enum(["TERRAFORM", "OPENTOFU"]),
-         "engine_version": s("1.9.8", maxLength=32), "tfvars_files": arr(s("env/production.tfvars"))},
-        ["name", "git_repository"],
+         "terraform_files_source": obj({"git_repository": HELM_GIT_SOURCE}, ["git_repository"]),
+         "terraform_variables_source": TF_VARIABLES_SOURCE_REQUEST,
+         "backend": TF_BACKEND, "engine": enum(TF_ENGINES), "provider_version": TF_PROVIDER_VERSION,
+         "timeout_sec": integer(1800, minimum=1, maximum=86400), "job_resources": TF_JOB_RESOURCES,
+         "use_cluster_credentials": boolean(False),
+         "action_extra_arguments": {"type": "object", "additionalProperties": arr(s("-lock=false", maxLength=1024)),
+                                    "example": {"apply": ["-lock=false"]}},
+         "auto_deploy": boolean(True),
+         # the mock's earlier flat fields, still accepted: git_repository, engine_version, tfvars_files
+         "git_repository": GIT_REPOSITORY_REQUEST, "engine_version": s("1.9.8", maxLength=32),
+         "tfvars_files": arr(s("env/production.tfvars"))},
+        ["name"],
+        anyOf=[{"type": "object", "required": ["terraform_files_source"]},
+               {"type": "object", "required": ["git_repository"]}],
     ),
     # ------------------------------------------------------------ variables and secrets
     "VariableReference": obj({"id": uuid(), "key": s("DATABASE_URL"), "value": nullable(s("postgres://orders")),
@@ -412,13 +516,13 @@ SCHEMAS = {
     ),
     "OverrideRequest": obj(
         {"value": s("postgres://orders-staging.internal:5432/orders", maxLength=65536),
-         "override_scope": enum(SCOPES, "ENVIRONMENT"), "override_parent_id": uuid(IDS["environment"]),
+         "override_scope": enum(PLACE_SCOPES, "ENVIRONMENT"), "override_parent_id": uuid(IDS["environment"]),
          "description": VARIABLE_DESCRIPTION, "enable_interpolation_in_file": INTERPOLATION},
         ["value", "override_scope", "override_parent_id"],
     ),
     "AliasRequest": obj(
         {"key": s("DB_URL", minLength=1, maxLength=255, pattern="^[A-Za-z_][A-Za-z0-9_.-]*$"),
-         "alias_scope": enum(SCOPES, "APPLICATION"), "alias_parent_id": uuid(IDS["application"]),
+         "alias_scope": enum(PLACE_SCOPES, "APPLICATION"), "alias_parent_id": uuid(IDS["application"]),
          "description": VARIABLE_DESCRIPTION, "enable_interpolation_in_file": INTERPOLATION},
         ["key", "alias_scope", "alias_parent_id"],
     ),
@@ -426,6 +530,11 @@ SCHEMAS = {
         {"value": s("debug", maxLength=65536), "description": VARIABLE_DESCRIPTION,
          "enable_interpolation_in_file": INTERPOLATION},
         ["value"],
+    ),
+    "ServiceAliasRequest": obj(
+        {"key": s("DB_URL", minLength=1, maxLength=255, pattern="^[A-Za-z_][A-Za-z0-9_.-]*$"),
+         "description": VARIABLE_DESCRIPTION, "enable_interpolation_in_file": INTERPOLATION},
+        ["key"],
     ),
     "Variable": obj(
         {
@@ -438,9 +547,9 @@ SCHEMAS = {
             "service_type": nullable(enum(SERVICE_TYPES)), "owned_by": s("PLATFORM"),
             "description": VARIABLE_DESCRIPTION, "enable_interpolation_in_file": INTERPOLATION,
         },
-        ["id", "created_at", "key", "value", "scope", "variable_type", "is_secret"],
+        ["id", "created_at", "updated_at", "key", "value", "scope", "variable_type", "is_secret"],
     ),
-    "VariableList": results("Variable"),
+    "VariableList": page_list("Variable"),
     "Secret": obj(
         {
             "id": ro(uuid()), "created_at": ro(datetime()), "updated_at": ro(datetime()), "key": s("API_KEY"),
@@ -451,16 +560,16 @@ SCHEMAS = {
             "owned_by": s("PLATFORM"), "description": VARIABLE_DESCRIPTION,
             "enable_interpolation_in_file": INTERPOLATION,
         },
-        ["id", "created_at", "key", "scope"],
+        ["id", "created_at", "updated_at", "key", "scope", "variable_type"],
     ),
-    "SecretList": results("Secret"),
+    "SecretList": page_list("Secret"),
     # ------------------------------------------------------------ organization-level resources
     "ContainerRegistryRequest": {
         "oneOf": [registry_variant(kind) for kind in REQUEST_REGISTRY_KINDS],
         "discriminator": {"propertyName": "kind"},
     },
     "ContainerRegistry": obj(
-        {**BASE, "name": NAME, "kind": enum(REGISTRY_KINDS, "GENERIC_CR"), "description": nullable(DESCRIPTION),
+        {**BASE, "name": NAME, "kind": enum(REGISTRY_KINDS, "GENERIC_CR"), "description": DESCRIPTION,
          "url": s("https://registry.acme.example"), "cluster": nullable(obj({"id": uuid(IDS["cluster"]),
                                                                            "name": s("acme-prod-eu")})),
          "associated_services_count": integer(1, minimum=0), "config": REGISTRY_CONFIG_OUT},
@@ -480,7 +589,7 @@ SCHEMAS = {
                       ["source", "variables"]),
     "TfVarsFileList": results("TfVarsFile"),
     "Cluster": obj(
-        {**BASE, "name": s("acme-prod-eu"), "description": nullable(s("Production cluster")),
+        {**BASE, "name": s("acme-prod-eu"), "description": s("Production cluster"),
          "region": s("eu-west-3"), "cloud_provider": enum(CLOUD_PROVIDERS), "kubernetes": enum(["MANAGED"]),
          "version": s("1.31"), "is_default": boolean(True), "production": boolean(True),
          "status": enum(CLUSTER_STATES, "DEPLOYED")},
@@ -497,8 +606,9 @@ SCHEMAS = {
     "ClusterStatus": obj(
         {"cluster_id": uuid(IDS["cluster"]), "status": enum(CLUSTER_STATES, "DEPLOYED"), "is_deployed": boolean(True),
          "next_k8s_available_version": nullable(s("1.32")), "last_execution_id": nullable(s("c1a5e7d9-3")),
-         "cluster_lock": {"allOf": [ref("ClusterLock")], "nullable": True}, "last_deployment_date": nullable(datetime())},
-        ["cluster_id", "status", "is_deployed"],
+         "cluster_lock": {"allOf": [ref("ClusterLock")], "nullable": True}, "last_deployment_date": nullable(datetime()),
+         "reason": s("Kubernetes upgrade from 1.31 to 1.32 requested by mock-deploy-token")},
+        ["cluster_id", "status", "is_deployed", "reason"],
     ),
     "LabelsGroupRequest": obj(
         {"name": s("cost-center", minLength=1, maxLength=255),
@@ -526,10 +636,10 @@ SCHEMAS = {
          "role_arn": s("arn:clouda:iam::123456789012:role/deployer", minLength=1, maxLength=2048)},
         ["name", "role_arn"],
     ),
-    "Credentials": obj({"id": ro(uuid()), "name": s("ci-deployer"), "access_key_id": nullable(s("AKIAMOCKEXAMPLE00001")),
+    "Credentials": obj({**BASE, "name": s("ci-deployer"), "access_key_id": nullable(s("AKIAMOCKEXAMPLE00001")),
                         "role_arn": nullable(s("arn:clouda:iam::123456789012:role/deployer")),
                         "object_type": enum(["AWS"])},
-                       ["id", "name", "object_type"]),
+                       BASE_REQUIRED + ["name", "object_type"]),
     "CredentialsList": results("Credentials"),
     "WebhookRequest": obj(
         {"target_url": s("https://hooks.acme.example/deployments", pattern="^https?://", maxLength=2048),
@@ -540,7 +650,7 @@ SCHEMAS = {
     ),
     "Webhook": obj(
         {**BASE, "organization": REFERENCE, "target_url": s("https://hooks.acme.example/deployments"),
-         "events": arr(enum(WEBHOOK_EVENTS)), "enabled": boolean(True), "description": nullable(s()),
+         "events": arr(enum(WEBHOOK_EVENTS)), "enabled": boolean(True), "description": s("On-call notifications"),
          "kind": enum(["STANDARD"]), "target_secret_set": boolean(True)},
         BASE_REQUIRED + ["target_url", "events", "enabled", "kind", "target_secret_set"],
     ),
