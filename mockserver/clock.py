@@ -9,6 +9,12 @@ import time
 from datetime import datetime, timezone
 
 
+# The longest single move of the clock and the longest token lifetime the control API accepts, and the
+# latest time the clock may reach (datetimes, and so every rendered time, end with the year 9999).
+MAX_SECONDS = 10 * 365 * 86400
+LATEST = 221845392000.0                         # 9000-01-01T00:00:00Z
+
+
 class Clock:
     def __init__(self, mode="real", start=None, wall=time.time):
         if mode not in ("real", "manual"):
@@ -27,6 +33,8 @@ class Clock:
         """Move the clock forward (both modes: in real mode it jumps ahead of the wall clock)."""
         if seconds < 0:
             raise ValueError("the clock only moves forward")
+        if self.now() + seconds > LATEST:
+            raise ValueError("the clock cannot move past the year 9000")
         self._offset += seconds
         return self.now()
 

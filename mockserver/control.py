@@ -16,7 +16,8 @@ from starlette.routing import Route
 
 from . import __version__
 from .auth import GRANTS, Token, mint_jwt
-from .clock import iso
+from .clock import MAX_SECONDS, iso
+from .coverage import coverage
 from .errors import ApiError
 from .journal import FILTERS, mismatches, parse_since
 from .scenarios import ScenarioError
@@ -68,9 +69,12 @@ def build_control(server):
     async def advance(request):
         body = await json_body(request)
         seconds = body.get("seconds")
-        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
-            raise ApiError(400, "body.seconds: a number of seconds >= 0 is required")
-        server.clock.advance(seconds)
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds <= MAX_SECONDS:
+            raise ApiError(400, f"body.seconds: a number of seconds from 0 to {MAX_SECONDS} is required")
+        try:
+            server.clock.advance(seconds)
+        except ValueError as error:
+            raise ApiError(400, f"body.seconds: {error}") from None
         server.rt.pump()
         return reply(server.clock.describe())
 
@@ -99,6 +103,10 @@ def build_control(server):
         webhooks = server.rt.webhooks
         return reply({"total": len(found), "dropped": journal.dropped, "journal_size": journal.size,
                       "results": [journal.render(e, webhooks.caused_by(e[0])) for e in found]})
+
+    async def calls_coverage(request):
+        rt = request.scope.get("mock.runtime") or server.rt
+        return reply(coverage(rt.journal, server.spec.operations))
 
     async def clear_calls(request):
         server.rt.journal.clear()
@@ -171,8 +179,9 @@ def build_control(server):
         if rt.store.organizations.find(org) is None:
             raise ApiError(400, f"body.organization: unknown organization {org}")
         ttl = body.get("ttl_seconds")
-        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0):
-            raise ApiError(400, "body.ttl_seconds: a number of seconds > 0")
+        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float))
+                                or not 0 < ttl <= MAX_SECONDS):
+            raise ApiError(400, f"body.ttl_seconds: a number of seconds > 0 and <= {MAX_SECONDS}")
         name = str(body.get("name") or f"minted-{len(rt.tokens) + 1}")
         now = server.clock.now()
         expires = now + ttl if ttl else None
@@ -209,6 +218,7 @@ def build_control(server):
         Route("/_mock/calls", calls, methods=["GET"]),
         Route("/_mock/calls", clear_calls, methods=["DELETE"]),
         Route("/_mock/calls/verify", verify, methods=["POST"]),
+        Route("/_mock/calls/coverage", calls_coverage, methods=["GET"]),
         Route("/_mock/scenarios", scenarios, methods=["GET"]),
         Route("/_mock/scenarios/{name}", scenario, methods=["GET", "PUT", "DELETE"]),
         Route("/_mock/webhooks/deliveries", deliveries, methods=["GET"]),
