@@ -69,7 +69,7 @@ PARAM_EXAMPLES = {
 
 # Operations whose examples act on records of their own (fixtures/targets.yaml, ids.py), one key of
 # IDS per path parameter in order. Contract testers send creates and edits first, then reads, then
-# deletes (in path order, each also deleting every record of its kind an earlier call named), so:
+# deletes (in path order, each also deleting every record of its kind an earlier request path named), so:
 # what an example stops or upgrades is nothing another example uses; what a delete example removes,
 # and every parent of it, is named by no other example; creates go to an environment where their
 # example names are free.
@@ -93,7 +93,8 @@ def example_targets():
             out[f"{action}{title}"] = (f"{kind}_{action}",)
     for level in VARIABLE_LEVELS:
         title = level.capitalize()
-        owner = {"project": "examples_project", "environment": "examples_environment"}.get(level, f"{level}_variables")
+        owner = {"project": "examples_project", "environment": "examples_environment"}.get(
+            level, f"{level}_variables")
         for word in ("Variable", "Secret"):
             out[f"get{title}{word}"] = out[f"edit{title}{word}"] = (owner, f"{level}_{word.lower()}")
             out[f"delete{title}{word}"] = (f"{level}_{word.lower()}_owner", f"{level}_{word.lower()}_delete")
