@@ -9,6 +9,10 @@ import time
 from datetime import datetime, timezone
 
 
+# The longest single move of the clock and the longest token lifetime the control API accepts.
+MAX_SECONDS = 10 * 365 * 86400
+
+
 class Clock:
     def __init__(self, mode="real", start=None, wall=time.time):
         if mode not in ("real", "manual"):
@@ -29,6 +33,8 @@ class Clock:
         """Move the clock forward (both modes: in real mode it jumps ahead of the wall clock)."""
         if seconds < 0:
             raise ValueError("the clock only moves forward")
+        if self.now() + seconds > LATEST:
+            raise ValueError("the clock cannot move past 9999-12-31T23:59:59Z")
         self._offset += seconds
         return self.now()
 

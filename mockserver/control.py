@@ -18,7 +18,8 @@ from starlette.routing import Route
 
 from . import __version__
 from .auth import GRANTS, Token, mint_jwt
-from .clock import LATEST, iso
+from .clock import MAX_SECONDS, iso
+from .coverage import coverage
 from .errors import ApiError
 from .export import export_fixtures
 from .inspector import Inspector
@@ -93,12 +94,13 @@ def build_control(server):
     async def advance(request):
         body = await json_body(request)
         seconds = body.get("seconds")
-        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
-            raise ApiError(400, "body.seconds: a number of seconds >= 0 is required")
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds <= MAX_SECONDS:
+            raise ApiError(400, f"body.seconds: a number of seconds from 0 to {MAX_SECONDS} is required")
         rt = world(request)
-        if rt.clock.now() + seconds > LATEST:
-            raise ApiError(400, "body.seconds: the clock cannot move past 9999-12-31T23:59:59Z")
-        rt.clock.advance(seconds)
+        try:
+            rt.clock.advance(seconds)
+        except ValueError as error:
+            raise ApiError(400, f"body.seconds: {error}") from None
         rt.pump()
         return reply(rt.clock.describe())
 
@@ -127,6 +129,9 @@ def build_control(server):
         webhooks = world(request).webhooks
         return reply({"total": len(found), "dropped": journal.dropped, "journal_size": journal.size,
                       "results": [journal.render(e, webhooks.caused_by(e[0])) for e in found]})
+
+    async def calls_coverage(request):
+        return reply(coverage(world(request).journal, server.spec.operations))
 
     async def clear_calls(request):
         world(request).journal.clear()
@@ -201,8 +206,9 @@ def build_control(server):
         if rt.store.organizations.find(org) is None:
             raise ApiError(400, f"body.organization: unknown organization {org}")
         ttl = body.get("ttl_seconds")
-        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0):
-            raise ApiError(400, "body.ttl_seconds: a number of seconds > 0")
+        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float))
+                                or not 0 < ttl <= MAX_SECONDS):
+            raise ApiError(400, f"body.ttl_seconds: a number of seconds > 0 and <= {MAX_SECONDS}")
         name = str(body.get("name") or f"minted-{len(rt.tokens) + 1}")
         now = rt.clock.now()
         expires = now + ttl if ttl else None
@@ -324,6 +330,7 @@ def build_control(server):
         Route("/_mock/calls", calls, methods=["GET"]),
         Route("/_mock/calls", clear_calls, methods=["DELETE"]),
         Route("/_mock/calls/verify", verify, methods=["POST"]),
+        Route("/_mock/calls/coverage", calls_coverage, methods=["GET"]),
         Route("/_mock/scenarios", scenarios, methods=["GET"]),
         Route("/_mock/scenarios/{name}", scenario, methods=["GET", "PUT", "DELETE"]),
         Route("/_mock/webhooks/deliveries", deliveries, methods=["GET"]),

@@ -1,7 +1,8 @@
 """Fixture files: the state a fresh mock starts from.
 
 `read_fixtures(dir, spec)` reads every `*.yaml` of a folder, merges their top-level
-keys, and checks each entry against the request schema of the API operation that would
+keys (an organization whose id appears in several files is one organization: its lists are
+joined in file order), and checks each entry against the request schema of the API operation that would
 create it; every problem is reported (file, entry and message) before anything loads.
 `load_into(runtime, data)` then creates the records through the same handlers as API
 calls, so the platform's rules (unique names, registry kinds, variable scopes) hold.
@@ -74,9 +75,31 @@ def read_fixtures(folder, spec):
                     problems.append(f"{path}: rate_limit: {error}")
             else:
                 problems.append(f"{path}: unknown top-level key {key!r} (expected organizations, tokens, rate_limit)")
+    data["organizations"] = _merge_organizations(data["organizations"], problems)
     if problems:
         raise FixtureError(problems)
     return data
+
+
+def _merge_organizations(organizations, problems):
+    """Entries with the same id are one organization: lists are joined, other fields must agree."""
+    out, by_id = [], {}
+    for org in organizations:
+        first = by_id.get(org.get("id")) if isinstance(org, dict) else None
+        if first is None:
+            if isinstance(org, dict) and "id" in org:
+                org = by_id[org["id"]] = dict(org)
+            out.append(org)
+            continue
+        for key, value in org.items():
+            if isinstance(value, list):
+                first[key] = list(first.get(key, [])) + value
+            elif key not in first:
+                first[key] = value
+            elif first[key] != value:
+                problems.append(f"organization {org['id']}: {key} differs between fixture files "
+                                f"({first[key]!r}, {value!r})")
+    return out
 
 
 def _check(spec, schema, entry, where):

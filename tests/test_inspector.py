@@ -239,8 +239,9 @@ def test_deployment_timeline_follows_the_clock_to_deployed(ui, mock):
     page = ui("deployments")
     web = page.locator('.lane-label[data-lane="web"] [data-testid=lane-state]')
     worker = page.locator('.lane-label[data-lane="worker"] [data-testid=lane-state]')
+    group = page.locator(".group", has=page.locator('.lane-label[data-lane="web"]'))   # the production environment
     expect()(web).to_have_text("DEPLOYMENT_QUEUED")
-    expect()(page.locator(".group").first).to_contain_text("Queue now: web")
+    expect()(group).to_contain_text("Queue now: web")
     before = page.locator("#clock-now").inner_text()
     page.get_by_role("button", name="+1 s").click()
     expect()(web).to_have_text("BUILDING")
@@ -257,9 +258,9 @@ def test_deployment_timeline_follows_the_clock_to_deployed(ui, mock):
     assert page.locator("#clock-now").inner_text() != before
     page.get_by_role("button", name="+10 s").click()
     expect()(worker).to_have_text("DEPLOYED")
-    expect()(page.locator(".group").first).to_contain_text("Queue now: empty")
-    page.locator(".history summary").first.click()
-    expect()(page.locator(".history").first).to_contain_text("REGISTRY_CREATE_REPOSITORY")
+    expect()(group).to_contain_text("Queue now: empty")
+    group.locator(".history summary").first.click()
+    expect()(group.locator(".history").first).to_contain_text("REGISTRY_CREATE_REPOSITORY")
 
 
 def test_scenario_pasted_as_yaml_is_activated_counted_and_deactivated(ui, mock):

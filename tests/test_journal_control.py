@@ -389,3 +389,33 @@ def test_unreadable_since_is_400(busy):
     assert "since" in assert_error(busy.get("/_mock/calls", params={"since": "yesterday"}), 400)["message"]
     assert "since" in assert_error(busy.post("/_mock/calls/verify", json={"since": "yesterday", "count": 0}),
                                    400)["message"]
+
+
+# ---------------------------------------------------------------- coverage
+def test_coverage_counts_each_operation_by_status_and_reached_on_a_2xx(client):
+    assert client.get(PROJECTS).status_code == 200
+    assert client.get(PROJECTS).status_code == 200
+    missing = "00000000-0000-4000-8000-000000000000"
+    assert client.get(f"/project/{missing}").status_code == 404
+    assert client.get("/no/such/route").status_code == 404          # no operation: not counted
+    report = client.get("/_mock/calls/coverage").json()
+    results = {r["operation"]: r for r in report["results"]}
+    total = report["operations"]
+    assert total == len(results) > 200
+    assert results["listProjects"]["statuses"] == {"200": 2} and results["listProjects"]["reached"]
+    assert results["getProject"]["statuses"] == {"404": 1} and not results["getProject"]["reached"]
+    assert report["never_reached"] == ["getProject"]
+    assert (report["called"], report["reached"]) == (2, 1)
+    assert len(report["never_called"]) == total - 2 and "deployApplication" in report["never_called"]
+    assert report["reached_percent"] == round(100 / total, 1)
+    assert (report["journal_entries"], report["dropped"]) == (4, 0)
+
+
+def test_coverage_says_how_many_calls_the_journal_dropped(make_server):
+    server = make_server(journal_size=2)
+    with TestClient(server, base_url="http://mock", headers=ADMIN) as client:
+        for _ in range(3):
+            client.get(PROJECTS)
+        report = client.get("/_mock/calls/coverage").json()
+    assert (report["journal_entries"], report["dropped"]) == (2, 1)
+    assert {r["operation"]: r["calls"] for r in report["results"]}["listProjects"] == 2

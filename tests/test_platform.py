@@ -6,6 +6,8 @@ import copy
 import pytest
 from starlette.testclient import TestClient
 
+from mockserver.openapi.ids import IDS
+
 from conftest import ADMIN, CLUSTER, ORG, OTHER_ORG, REGISTRY
 
 DEV_CLUSTER = "6b8d0f2a-4c6e-4a8b-9d0f-2a4c6e8b0d1f"        # Acme, Kubernetes 1.30
@@ -60,7 +62,7 @@ def test_list_clusters_shows_both_acme_clusters_and_no_globex_cluster(client):
     reply = client.get(f"/organization/{ORG}/cluster")
     assert reply.status_code == 200
     clusters = {c["id"]: c for c in reply.json()["results"]}
-    assert set(clusters) == {CLUSTER, DEV_CLUSTER}
+    assert set(clusters) == {CLUSTER, DEV_CLUSTER, IDS["cluster_upgrade"]}   # the last: fixtures/targets.yaml
     assert GLOBEX_CLUSTER not in clusters
     assert (clusters[CLUSTER]["name"], clusters[CLUSTER]["version"]) == ("acme-prod-eu", "1.31")
     assert (clusters[DEV_CLUSTER]["name"], clusters[DEV_CLUSTER]["version"]) == ("acme-dev-us", "1.30")
@@ -379,7 +381,8 @@ def test_fixture_registry_is_used_by_the_worker_container_and_the_migrate_job(cl
     registry = client.get(f"{REGISTRIES}/{REGISTRY}").json()
     assert (registry["name"], registry["kind"]) == ("acme-hub", "PUBLICHUB_CR")
     assert registry["url"] == FIXED_ADDRESSES["PUBLICHUB_CR"]
-    assert registry["associated_services_count"] == 2
+    # the worker container, the migrate job, and the seven containers of fixtures/targets.yaml
+    assert registry["associated_services_count"] == 9
 
 
 def test_edit_registry_changes_it(client):
@@ -615,8 +618,9 @@ def test_webhook_accepts_plain_http_targets(client):
 
 @pytest.mark.parametrize("events", [[], ["DEPLOYMENT_EXPLODED"], ["DEPLOYMENT_STARTED", "deployment_started"]])
 def test_webhook_events_must_be_non_empty_and_known(client, events):
+    before = client.get(WEBHOOKS).json()["results"]
     assert_bad_request(client.post(WEBHOOKS, json=webhook_body(events=events)), "body.events")
-    assert client.get(WEBHOOKS).json()["results"] == []
+    assert client.get(WEBHOOKS).json()["results"] == before
 
 
 @pytest.mark.parametrize("target_url", ["ftp://hooks.acme.example", "hooks.acme.example/x", ""])
@@ -625,8 +629,11 @@ def test_webhook_target_url_must_be_http_or_https(client, target_url):
 
 
 def test_webhooks_are_listed_and_read(client):
+    fixtures = client.get(WEBHOOKS).json()["results"]           # disabled ones, from fixtures/targets.yaml
+    assert {w["id"] for w in fixtures} == {IDS["webhook"], IDS["webhook_delete"]}
+    assert not any(w["enabled"] for w in fixtures)
     webhook = create(client, WEBHOOKS, webhook_body())
-    assert client.get(WEBHOOKS).json()["results"] == [webhook]
+    assert client.get(WEBHOOKS).json()["results"] == fixtures + [webhook]
     reply = client.get(f"{WEBHOOKS}/{webhook['id']}")
     assert reply.status_code == 200
     assert reply.json() == webhook
@@ -646,7 +653,7 @@ def test_delete_webhook_then_it_is_404(client):
     assert client.delete(f"{WEBHOOKS}/{webhook['id']}").status_code == 204
     assert client.get(f"{WEBHOOKS}/{webhook['id']}").status_code == 404
     assert client.delete(f"{WEBHOOKS}/{webhook['id']}").status_code == 404
-    assert client.get(WEBHOOKS).json()["results"] == []
+    assert webhook["id"] not in {w["id"] for w in client.get(WEBHOOKS).json()["results"]}
 
 
 # ================================================================ other organization

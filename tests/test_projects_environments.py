@@ -42,7 +42,8 @@ def test_list_projects_shows_the_fixture_projects(client):
     reply = client.get(PROJECTS)
     assert reply.status_code == 200
     names = {project["name"] for project in reply.json()["results"]}
-    assert names == {"storefront", "internal-tools"}
+    assert names == {"storefront", "internal-tools", "examples", "examples-delete", "examples-delete-variable",
+                     "examples-delete-secret", "examples-deletions"}   # the last five: fixtures/targets.yaml
 
 
 def test_create_project_returns_the_record_with_a_new_id(client):

@@ -15,7 +15,8 @@ from pathlib import Path
 import yaml
 
 from .ids import IDS
-from .operations import PARAM_EXAMPLES, PATH_PARAM, SERVICE_KINDS, all_operations
+from .operations import (EXAMPLE_TARGETS, PARAM_EXAMPLES, PATH_PARAM, REQUEST_EXAMPLES, SERVICE_KINDS,
+                         all_operations)
 from .schemas import (BASE, BASE_REQUIRED, DATABASE_VERSIONS, GIT_REPOSITORY, HELM_SOURCE, ICON_BASE, JOB_SOURCE,
                       REFERENCE, SCHEMAS, TF_VARIABLES_SOURCE, enum, integer, obj, page_list, ref, s, uuid)
 
@@ -137,9 +138,11 @@ def error_statuses(op):
 
 
 def operation(op):
+    names = PATH_PARAM.findall(op.path)
+    targets = EXAMPLE_TARGETS.get(op.operation_id) or [PARAM_EXAMPLES[name] for name in names]
     params = [{"name": name, "in": "path", "required": True,
                "schema": {"type": "string", "format": "uuid"},
-               "example": IDS[PARAM_EXAMPLES[name]]} for name in PATH_PARAM.findall(op.path)]
+               "example": IDS[target]} for name, target in zip(names, targets, strict=True)]
     params += op.query
     success = {"description": op.summary or "Success", "headers": headers(*RATE_HEADERS)}
     if op.response:
@@ -153,8 +156,10 @@ def operation(op):
     if params:
         out["parameters"] = params
     if op.request:
-        out["requestBody"] = {"required": op.body_required,
-                              "content": {"application/json": {"schema": ref(op.request)}}}
+        media = {"schema": ref(op.request)}
+        if op.operation_id in REQUEST_EXAMPLES:
+            media["example"] = REQUEST_EXAMPLES[op.operation_id]
+        out["requestBody"] = {"required": op.body_required, "content": {"application/json": media}}
     out["responses"] = responses
     return out
 

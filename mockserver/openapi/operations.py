@@ -67,6 +67,63 @@ PARAM_EXAMPLES = {
     "customDomainId": "custom_domain",
 }
 
+# Operations whose examples act on records of their own (fixtures/targets.yaml, ids.py), one key of
+# IDS per path parameter in order. Contract testers send creates and edits first, then reads, then
+# deletes (in path order, each also deleting every record of its kind an earlier request path named), so:
+# what an example stops or upgrades is nothing another example uses; what a delete example removes,
+# and every parent of it, is named by no other example; creates go to an environment where their
+# example names are free.
+VARIABLE_LEVELS = ("project", "environment", "application", "container", "job", "helm", "terraform")
+
+
+def example_targets():
+    out = {"deleteProject": ("project_delete",), "deleteEnvironment": ("environment_delete",),
+           "createEnvironment": ("examples_project",), "upgradeCluster": ("cluster_upgrade",),
+           "deleteContainerRegistry": ("organization", "registry_delete"),
+           "deleteLabelsGroup": ("organization", "labels_group_delete"),
+           "deleteAwsCredentials": ("organization", "credentials_delete"),
+           "deleteWebhook": ("organization", "webhook_delete"),
+           "uninstallDatabase": ("database_uninstall",),
+           "createHelmCustomDomain": ("helm_variables",), "getHelmCustomDomain": ("helm_variables", "custom_domain"),
+           "deleteHelmCustomDomain": ("custom_domain_owner", "custom_domain_delete")}
+    for kind, (_, title, *_) in SERVICE_KINDS.items():
+        out[f"create{title}"] = ("examples_environment",)
+        out[f"delete{title}"] = (f"{kind}_delete",)
+        for action in ACTIONS[1:]:
+            out[f"{action}{title}"] = (f"{kind}_{action}",)
+    for level in VARIABLE_LEVELS:
+        title = level.capitalize()
+        owner = {"project": "examples_project", "environment": "examples_environment"}.get(
+            level, f"{level}_variables")
+        for word in ("Variable", "Secret"):
+            out[f"get{title}{word}"] = out[f"edit{title}{word}"] = (owner, f"{level}_{word.lower()}")
+            out[f"delete{title}{word}"] = (f"{level}_{word.lower()}_owner", f"{level}_{word.lower()}_delete")
+    return out
+
+
+EXAMPLE_TARGETS = example_targets()
+# Whole request bodies where the schema's own examples would name a record that exists (a 409) or
+# pick a registry kind that needs cloud credentials.
+REQUEST_EXAMPLES = {
+    "createProject": {"name": "checkout", "description": "Checkout and payments"},
+    "createContainerRegistry": {"name": "acme-mirror", "kind": "GENERIC_CR", "url": "https://mirror.acme.example",
+                                "description": "Pull-through mirror",
+                                "config": {"username": "mirror-bot", "password": "example-password"}},
+    "editContainerRegistry": {"name": "acme-hub", "kind": "PUBLICHUB_CR", "description": "Public images",
+                              "config": {"username": "acme-bot", "password": "example-password"}},
+    "createLabelsGroup": {"name": "ownership", "labels": [{"key": "owner", "value": "platform-team",
+                                                            "propagate_to_cloud_provider": True}]},
+    "createAwsCredentials": {"name": "release-deployer", "access_key_id": "AKIAMOCKEXAMPLE00003",
+                             "secret_access_key": "example-secret",
+                             "role_arn": "arn:clouda:iam::123456789012:role/release"},
+    # edits keep the key of the record they edit (a create example may have taken DATABASE_URL beside it)
+    **{f"edit{level.capitalize()}Variable": {"key": "EXAMPLES_MODE", "value": "debug",
+                                             "description": "Verbosity of the examples"}
+       for level in VARIABLE_LEVELS},
+    **{f"edit{level.capitalize()}Secret": {"key": "EXAMPLES_TOKEN", "value": "rotated-token"}
+       for level in VARIABLE_LEVELS},
+}
+
 
 def q(name, schema, description):
     return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
@@ -91,6 +148,8 @@ def crud(tag, title, plural, collection, item, param, request, edit_request=None
     shared = {name: f"$request.path.{name}" for name in PATH_PARAM.findall(collection) if f"{{{name}}}" in item}
     read = {f"Get{title}": link(f"get{title}", **shared, **{param: "$response.body#/id"}),
             f"Delete{title}": link(f"delete{title}", **shared, **{param: "$response.body#/id"})}
+    if edit_request:
+        read[f"Edit{title}"] = link(f"edit{title}", **shared, **{param: "$response.body#/id"})
     read.update(create_links or {})
     rows = [
         Op("POST", collection, f"create{title}", "write", 201, response, request, tag=tag,
@@ -115,6 +174,7 @@ def variable_ops(level, title, base, param, tag):
         owner = {ITEM_PARAM.get(param, param): f"$request.path.{param}", one: "$response.body#/id"}
         create_links = {
             f"Get{title}{word}": link(f"get{title}{word}", **owner),
+            f"Edit{title}{word}": link(f"edit{title}{word}", **owner),
             f"Delete{title}{word}": link(f"delete{title}{word}", **owner),
             f"Override{word}": link(f"create{word}Override", **{one: "$response.body#/id"}),
             f"Alias{word}": link(f"create{word}Alias", **{one: "$response.body#/id"}),
@@ -178,11 +238,17 @@ def service_ops(kind):
         Op("GET", f"{item}/deploymentHistory", f"list{title}DeploymentHistory", "read", 200, "DeploymentHistory",
            tag=tag, summary="Every deployment of the service, newest first", query=PAGE_QUERY),
     ]
+    # an action's reply names the service: on to its status, its history and the other actions
+    by_service = "$response.body#/service_id"
+    after_action = {f"Get{title}Status": link(f"get{title}Status", **{p("status"): by_service}),
+                    f"List{title}DeploymentHistory": link(f"list{title}DeploymentHistory", **{param: by_service})}
     for action in ACTIONS:
         body = "DeployRequest" if (kind, action) == ("application", "deploy") else "EmptyRequest"
+        links = {**after_action, **{f"{other.capitalize()}{title}": link(f"{other}{title}", **{p(other): by_service})
+                                    for other in ACTIONS if other != action}}
         rows.append(Op("POST", f"/{kind}/{{{p(action)}}}/{action}", f"{action}{title}", "deploy", 202,
                        "DeploymentRecord", body, body_required=False, tag=tag,
-                       summary=f"{action.capitalize()} a {title.lower()}"))
+                       summary=f"{action.capitalize()} a {title.lower()}", links=links))
     if has_variables:
         rows += variable_ops(title.lower(), title, f"/{kind}/{{{p('environmentVariable')}}}",
                              p("environmentVariable"), "Environment Variables")
@@ -278,7 +344,7 @@ def organization_ops():
 
 
 def misc_service_ops():
-    page = {"type": "integer", "minimum": 1, "maximum": 1000000, "example": 1}
+    page = {"type": "integer", "minimum": 1, "maximum": 100000, "example": 1}
     return [
         Op("GET", "/application/{app_id}/log", "getApplicationLogs", "read", 200, "LogList", tag="Applications",
            summary="Build and runtime log lines, newest last",

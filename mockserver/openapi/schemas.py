@@ -532,7 +532,7 @@ SCHEMAS = {
         ["value"],
     ),
     "ServiceAliasRequest": obj(
-        {"key": s("DB_URL", minLength=1, maxLength=255, pattern="^[A-Za-z_][A-Za-z0-9_.-]*$"),
+        {"key": s("LOCAL_DB_URL", minLength=1, maxLength=255, pattern="^[A-Za-z_][A-Za-z0-9_.-]*$"),
          "description": VARIABLE_DESCRIPTION, "enable_interpolation_in_file": INTERPOLATION},
         ["key"],
     ),

@@ -1,0 +1,115 @@
+"""The document's examples reach every operation's success path against the default fixtures.
+
+A contract tester (or a client reading the document) sends the examples first: path parameters
+and request bodies built from the examples of the document. Sent in document order to a fresh
+mock, each operation must answer 2xx, so no example depends on another having run first and no
+example removes or stops what a later one needs.
+"""
+
+import re
+
+import pytest
+from starlette.testclient import TestClient
+
+from conftest import ADMIN
+
+METHODS = ("get", "post", "put", "delete")
+SEGMENT_ID = re.compile(r"/([^/{}]+)/([^/]+)")
+
+
+def resolve(schema, components):
+    while "$ref" in schema:
+        schema = components[schema["$ref"].rsplit("/", 1)[-1]]
+    return schema
+
+
+def example_of(schema, components):
+    """A value built from the examples of a schema (first branch of a oneOf), or None."""
+    schema = resolve(schema, components)
+    if "example" in schema and schema.get("type") != "object":
+        return schema["example"]
+    if "oneOf" in schema:
+        return example_of(schema["oneOf"][0], components)
+    if schema.get("type") == "array":
+        item = example_of(schema["items"], components)
+        return [] if item is None else [item]
+    if schema.get("type") == "object" or "properties" in schema:
+        out = {}
+        for name, sub in schema.get("properties", {}).items():
+            sub_schema = resolve(sub, components)
+            if sub_schema.get("readOnly") or sub_schema.get("writeOnly") and name not in schema.get("required", []):
+                continue
+            value = example_of(sub_schema, components)
+            if value is not None:
+                out[name] = value
+        return out
+    return None
+
+
+def example_request(path, raw, components):
+    for param in raw.get("parameters", []):
+        if param["in"] == "path":
+            path = path.replace("{%s}" % param["name"], str(param["example"]))
+    query = {p["name"]: p["schema"]["example"] for p in raw.get("parameters", [])
+             if p["in"] == "query" and "example" in p.get("schema", {})}
+    body = None
+    if "requestBody" in raw:
+        media = raw["requestBody"]["content"]["application/json"]
+        body = media.get("example", example_of(media["schema"], components))
+    return path, query, body
+
+
+def test_every_example_succeeds_once_in_document_order(server, spec):
+    document, components = spec.document, spec.components
+    refused = []
+    with TestClient(server, base_url="http://mock", headers=ADMIN) as client:
+        for path, item in document["paths"].items():
+            for method in METHODS:
+                if method not in item:
+                    continue
+                url, query, body = example_request(path, item[method], components)
+                reply = client.request(method.upper(), url, params=query, json=body)
+                if not 200 <= reply.status_code < 300:
+                    refused.append(f"{item[method]['operationId']} {method.upper()} {url}: "
+                                   f"{reply.status_code} {reply.text[:200]}")
+    assert refused == [], "\n".join(refused)
+
+
+def test_examples_succeed_when_deletes_come_last_and_remove_all_they_saw(server, spec):
+    """The order of schemathesis' examples phase: creates and edits, then reads, then deletes, each
+    group in path order; a delete is sent for every record of its kind an earlier success named
+    (ids it captured) before the example itself. Every example must still succeed."""
+    document, components = spec.document, spec.components
+    rank = {"post": 0, "put": 0, "get": 1, "delete": 2}
+    order = sorted(((path, method) for path, item in document["paths"].items() for method in item
+                    if method in METHODS), key=lambda pm: (rank[pm[1]], pm[0]))
+    named, refused = {}, []
+    with TestClient(server, base_url="http://mock", headers=ADMIN) as client:
+        for path, method in order:
+            raw = document["paths"][path][method]
+            url, query, body = example_request(path, raw, components)
+            if method == "delete" and path.endswith("}"):
+                parent, _, _ = url.rpartition("/")
+                collection = parent.rsplit("/", 1)[-1]
+                for seen in sorted(named.get(collection, ())):
+                    client.delete(f"{parent}/{seen}")
+            reply = client.request(method.upper(), url, params=query, json=body)
+            if 200 <= reply.status_code < 300:
+                for collection, ident in SEGMENT_ID.findall(url):
+                    named.setdefault(collection, set()).add(ident)
+            else:
+                refused.append(f"{raw['operationId']} {method.upper()} {url}: {reply.status_code} {reply.text[:200]}")
+    assert refused == [], "\n".join(refused)
+
+
+@pytest.mark.parametrize("kind", ["application", "container", "database", "job", "helm", "terraform"])
+def test_action_examples_name_running_services(client, spec, kind):
+    """The stop, restart and redeploy examples name services that are DEPLOYED and idle."""
+    for action in ("stop", "restart", "redeploy"):
+        title = kind.capitalize()
+        operation = spec.operations[f"{action}{title}"]
+        raw = spec.document["paths"][operation.template]["post"]
+        service_id = raw["parameters"][0]["example"]
+        status = client.get(f"/{kind}/{service_id}/status").json()
+        assert status["state"] == "DEPLOYED", (action, status)
+        assert status["service_deployment_status"] == "UP_TO_DATE"
