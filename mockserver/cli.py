@@ -27,6 +27,7 @@ ENVIRONMENT = {
     "--clock": ("MOCKSERVER_CLOCK",),
     "--speed": ("MOCKSERVER_SPEED",),
     "--journal-size": ("MOCKSERVER_JOURNAL_SIZE",),
+    "--max-body": ("MOCKSERVER_MAX_BODY",),
     "--jwt-secret": ("MOCKSERVER_JWT_SECRET",),
     "--log-level": ("MOCKSERVER_LOG_LEVEL",),
     "--cors-origins": ("MOCKSERVER_CORS_ORIGINS",),
@@ -156,6 +157,9 @@ def parser():
             sub.add_argument("--journal-size", type=_positive(int),
                              default=int(_env(*ENVIRONMENT["--journal-size"], default=10000)),
                              help="calls kept in the journal (default 10000)")
+            sub.add_argument("--max-body", type=_positive(int), metavar="BYTES",
+                             default=int(_env(*ENVIRONMENT["--max-body"], default=16 * 1024 * 1024)),
+                             help="largest request body accepted; a larger one is a 413 (default 16 MiB)")
             sub.add_argument("--jwt-secret", default=_env(*ENVIRONMENT["--jwt-secret"], default="mock-jwt-secret"))
             sub.add_argument("--log-level", default=_env(*ENVIRONMENT["--log-level"], default="warning"),
                              choices=("critical", "error", "warning", "info", "debug"))
@@ -235,7 +239,7 @@ def settings_from(args):
                         scenarios=_scenario_paths(args.scenario or [_env(*ENVIRONMENT["--scenario"], default="")]))
     if args.command == "serve":
         settings.host, settings.port, settings.clock = args.host, args.port, args.clock
-        settings.speed, settings.journal_size = args.speed, args.journal_size
+        settings.speed, settings.journal_size, settings.max_body = args.speed, args.journal_size, args.max_body
         settings.jwt_secret, settings.log_level = args.jwt_secret, args.log_level
         settings.max_sandboxes, settings.sandbox_ttl = args.max_sandboxes, args.sandbox_ttl
         settings.control_token, settings.replica_name = args.control_token or None, args.replica_name or None

@@ -27,7 +27,7 @@ class Settings:
     speed: float = 1.0
     jwt_secret: str = "mock-jwt-secret"
     journal_size: int = 10000
-    max_body: int = 1_048_576
+    max_body: int = 16 * 1024 * 1024           # a Hypothesis string past a 64 KiB maxLength, \u-escaped, fits
     scenarios: list = field(default_factory=list)
     self_check: bool = False
     log_level: str = "warning"

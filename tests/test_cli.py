@@ -1,5 +1,7 @@
 """The command line: `mockserver check` and `mockserver serve`, run as real processes."""
 
+import json
+import re
 import os
 import shutil
 import subprocess
@@ -126,6 +128,26 @@ def test_serve_rate_limit_option_wins_over_the_fixtures(live_server):
         assert http.get("/organization").status_code == 200
 
 
+def test_serve_max_body_option_bounds_request_bodies(live_server):
+    server = live_server("--clock", "manual", "--max-body", "200")
+    url = f"{server.url}/organization/{ORG}/project"
+    with httpx.Client(headers=ADMIN, timeout=10) as http:
+        assert http.post(url, json={"name": "small"}).status_code == 201
+        reply = http.post(url, json={"name": "big", "description": "x" * 300})
+        assert reply.status_code == 413 and "200 bytes" in reply.json()["message"]
+        assert [p["name"] for p in http.get(url).json()["results"]].count("big") == 0
+
+
+def test_default_max_body_takes_the_longest_string_the_document_allows_escaped():
+    """A string one past the document's longest maxLength, of astral characters sent as \\u escapes,
+    fits the default limit, so schema fuzzers get a 400 naming the field rather than a 413."""
+    from mockserver.settings import Settings
+    document = (ROOT / "mockserver" / "openapi" / "openapi.yaml").read_text()
+    longest = max(int(n) for n in re.findall(r"maxLength: (\d+)", document))
+    assert longest >= 65536
+    assert len(json.dumps({"content": "\U0002b31e" * (longest + 1)})) < Settings().max_body
+
+
 # ---------------------------------------------------------------- --version, --help, the environment
 def test_version_names_the_package_the_document_and_python():
     from mockserver import __version__
@@ -162,6 +184,7 @@ SAMPLES = {
     "--clock": ("manual", lambda s: s.clock == "manual"),
     "--speed": ("4", lambda s: s.speed == 4),
     "--journal-size": ("50", lambda s: s.journal_size == 50),
+    "--max-body": ("2048", lambda s: s.max_body == 2048),
     "--jwt-secret": ("s3", lambda s: s.jwt_secret == "s3"),
     "--log-level": ("debug", lambda s: s.log_level == "debug"),
     "--cors-origins": ("http://localhost:3000", lambda s: s.cors_origins == "http://localhost:3000"),

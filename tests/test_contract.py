@@ -19,9 +19,9 @@ bearer = "mock-admin-token"
 include-path-regex = "/(override|alias)$"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429"]
 
-# A body past --max-body (1 MiB) is refused with 413 before it is read further, as every operation
-# with a body documents. In-process, Hypothesis's longest invalid strings of astral characters are sent
-# escaped (12 bytes a character) and can pass the limit; 413 is then the right refusal.
+# A body past --max-body is refused with 413 before it is read further, as every operation with a body
+# documents. Hypothesis's longest invalid strings of astral characters are sent escaped (12 bytes a
+# character); should they ever pass the limit (16 MiB), 413 is the right refusal.
 [checks.negative_data_rejection]
 expected-statuses = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429"]
 
