@@ -19,7 +19,7 @@ serve: $(STAMP)
 test: $(STAMP)
 	.ci/browser-deps $(BIN)/pip
 	.ci/scale-deps $(BIN)/pip
-	$(BIN)/pytest -q tests
+	$(BIN)/pytest -q -n 2 tests
 
 contract: $(STAMP)
 	.ci/contract $(BIN)/python
