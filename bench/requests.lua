@@ -12,11 +12,7 @@
 -- bench/run.py then interrupts wrk, which would otherwise wait out -d.
 -- done() prints one line "RESULT {json}": requests, duration, p50/p99 and replies per status.
 
-local threads = {}
-
-function setup(thread)
-  table.insert(threads, thread)
-end
+dofile((debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./") .. "result.lua")
 
 function init(args)
   kind, path, tag, stop_after = args[1], args[2], args[3] or "0", tonumber(args[4] or "0")
@@ -71,23 +67,10 @@ end
 
 function response(status, headers, body)
   replies = replies + 1
-  statuses[status] = (statuses[status] or 0) + 1
+  tally(status)
   if stop_after > 0 and replies == stop_after + margin then
     io.write("STOP\n")
     io.stdout:flush()
     wrk.thread:stop()
   end
-end
-
-function done(summary, latency, requests)
-  local total, counts = {}, {}
-  for _, thread in ipairs(threads) do
-    for status, n in pairs(thread:get("statuses")) do total[status] = (total[status] or 0) + n end
-  end
-  for status, n in pairs(total) do counts[#counts + 1] = string.format('"%d":%d', status, n) end
-  local e = summary.errors
-  io.write(string.format('RESULT {"requests":%d,"duration_us":%d,"p50_us":%d,"p99_us":%d,' ..
-    '"socket_errors":%d,"statuses":{%s}}\n', summary.requests, summary.duration,
-    latency:percentile(50), latency:percentile(99), e.connect + e.read + e.write + e.timeout,
-    table.concat(counts, ",")))
 end

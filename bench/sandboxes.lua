@@ -8,11 +8,7 @@
 -- k goes round 0 .. COUNT-1, one step every 4 requests (so each sandbox gets every request).
 -- done() prints one line "RESULT {json}": requests, duration, p50/p99 and replies per status.
 
-local threads = {}
-
-function setup(thread)
-  table.insert(threads, thread)
-end
+dofile((debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./") .. "result.lua")
 
 local ORG = "8d3e6a4b-1f2c-4b7a-9e1d-3c5f7a9b2d10"
 local PROJECT = "2f6b8d0a-4c1e-4b3d-9a5f-7e9c1b3d5f63"
@@ -44,18 +40,5 @@ function request()
 end
 
 function response(status, headers, body)
-  statuses[status] = (statuses[status] or 0) + 1
-end
-
-function done(summary, latency, requests)
-  local total, counts = {}, {}
-  for _, thread in ipairs(threads) do
-    for status, n in pairs(thread:get("statuses")) do total[status] = (total[status] or 0) + n end
-  end
-  for status, n in pairs(total) do counts[#counts + 1] = string.format('"%d":%d', status, n) end
-  local e = summary.errors
-  io.write(string.format('RESULT {"requests":%d,"duration_us":%d,"p50_us":%d,"p99_us":%d,' ..
-    '"socket_errors":%d,"statuses":{%s}}\n', summary.requests, summary.duration,
-    latency:percentile(50), latency:percentile(99), e.connect + e.read + e.write + e.timeout,
-    table.concat(counts, ",")))
+  tally(status)
 end
