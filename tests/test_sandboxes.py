@@ -8,7 +8,6 @@ the deliveries, the scenarios, the status and the clock of each show only its ow
 The rest (routing, names, lifecycle and options) runs in-process.
 """
 
-import http.server
 import json
 import threading
 import time
@@ -20,66 +19,16 @@ from starlette.testclient import TestClient
 from mockserver.app import MockServer
 from mockserver.settings import Settings
 
-from conftest import ADMIN, APP, ENV, ORG, PROJECT, LiveServer, assert_error
+from conftest import ADMIN, APP, ENV, ORG, PROJECT, assert_error
+from receiver import DEADLINE, Receiver
 
 PROJECTS = f"/organization/{ORG}/project"
 WEBHOOKS = f"/organization/{ORG}/webhook"
-DEADLINE = 5.0
-
-
-# ---------------------------------------------------------------- a webhook receiver for both sandboxes
-class Receiver:
-    """Records every POST (path and JSON body)."""
-
-    def __init__(self):
-        self.requests = []
-        self.lock = threading.Lock()
-        receiver = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                with receiver.lock:
-                    receiver.requests.append((self.path, json.loads(body)))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
-
-    def got(self, path):
-        with self.lock:
-            return [body for where, body in self.requests if where == path]
-
-    def wait_for(self, path, count):
-        deadline = time.monotonic() + DEADLINE
-        while time.monotonic() < deadline:
-            if len(self.got(path)) >= count:
-                return self.got(path)
-            time.sleep(0.02)
-        raise AssertionError(f"receiver got {self.got(path)} on {path}, expected {count} within {DEADLINE} s")
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture(scope="module")
-def live():
-    server = LiveServer("--clock", "manual")
-    yield server
-    server.stop()
 
 
 @pytest.fixture
 def receiver():
+    """One webhook receiver for both sandboxes, told apart by path."""
     made = Receiver()
     yield made
     made.stop()
@@ -171,7 +120,7 @@ def drive(me, receiver, seconds, extra_projects, barrier, shared):
     assert len(deliveries) == 2
     assert {d["target_url"] for d in deliveries} == {f"{receiver.url}/{tag}"}
     assert {d["payload"]["deployment_request_id"] for d in deliveries} == {deploy["id"]}
-    got = receiver.wait_for(f"/{tag}", 2)
+    got = [json.loads(r["body"]) for r in receiver.wait_for(2, path=f"/{tag}")]
     assert sorted(body["event_type"] for body in got) == ["DEPLOYMENT_STARTED", "DEPLOYMENT_SUCCEEDED"]
     assert [d["event_type"] for d in deliveries] == ["DEPLOYMENT_STARTED", "DEPLOYMENT_SUCCEEDED"]
     assert {body["payload"]["deployment_request_id"] for body in got} == {deploy["id"]}
@@ -205,8 +154,8 @@ def drive(me, receiver, seconds, extra_projects, barrier, shared):
 
 
 @pytest.mark.parametrize("via_a, via_b", [("prefix", "prefix"), ("header", "header"), ("api-prefix", "header")])
-def test_two_sandboxes_driven_at_once_see_only_their_own_doings(live, receiver, via_a, via_b):
-    tenants = [Tenant(live.url, f"iso-a-{via_a}", via_a), Tenant(live.url, f"iso-b-{via_b}", via_b)]
+def test_two_sandboxes_driven_at_once_see_only_their_own_doings(live_manual, receiver, via_a, via_b):
+    tenants = [Tenant(live_manual.url, f"iso-a-{via_a}", via_a), Tenant(live_manual.url, f"iso-b-{via_b}", via_b)]
     barrier = threading.Barrier(2, timeout=30)
     shared, failures = {}, []
 
@@ -228,7 +177,7 @@ def test_two_sandboxes_driven_at_once_see_only_their_own_doings(live, receiver, 
         if real or failures:
             raise (real or failures)[0]
         # and the default sandbox saw none of it
-        with httpx.Client(base_url=live.url, timeout=10) as root:
+        with httpx.Client(base_url=live_manual.url, timeout=10) as root:
             assert root.get("/_mock/calls").json()["results"] == []
             assert root.get("/_mock/webhooks/deliveries").json()["results"] == []
             assert root.get("/_mock/clock").json()["offset_seconds"] == 0
@@ -238,10 +187,10 @@ def test_two_sandboxes_driven_at_once_see_only_their_own_doings(live, receiver, 
             tenant.close()
 
 
-def test_a_slow_sandbox_does_not_hold_up_another(live):
+def test_a_slow_sandbox_does_not_hold_up_another(live_manual):
     """A scenario's latency in one sandbox is a request in flight there only."""
-    slow = Tenant(live.url, "slow-one", "prefix")
-    quick = Tenant(live.url, "quick-one", "header")
+    slow = Tenant(live_manual.url, "slow-one", "prefix")
+    quick = Tenant(live_manual.url, "quick-one", "header")
     try:
         slow.ctl("PUT", "/scenarios/lag", content=json.dumps({"name": "lag", "rules": [
             {"match": {"operation": "getOrganization"}, "effect": {"latency_ms": 3000}}]}))
@@ -494,7 +443,7 @@ def test_a_dropped_sandbox_lets_go_of_its_webhook_client(server, receiver, drop)
         assert hook.status_code == 201, hook.text
         assert mock.post(f"/sandbox/hooked/application/{APP}/deploy", json={}).status_code == 202
         mock.post("/sandbox/hooked/_mock/clock/advance", json={"seconds": 1})
-        receiver.wait_for("/hooked", 1)
+        receiver.wait_for(1, path="/hooked")
         webhooks = server.sandboxes.live["hooked"].rt.webhooks
         assert webhooks._client is not None
         if drop == "delete":
