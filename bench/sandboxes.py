@@ -260,6 +260,21 @@ def before_sandboxes():
                           check=True).stdout.strip()
 
 
+def before_worktree(args):
+    """The commit to compare with (--before, else the one before sandboxes) checked out in a temporary
+    git worktree: (commit, path). `remove_worktree` removes it."""
+    before = args.before or before_sandboxes()
+    tree = Path(tempfile.mkdtemp(prefix="pre-sandboxes-"))
+    tree.rmdir()
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), before], check=True,
+                   capture_output=True)
+    return before, tree
+
+
+def remove_worktree(tree):
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+
+
 LOADS = (  # (label, server, wrk mode, sandboxes the load goes to)
     ("before sandboxes (commit {before}), no sandbox named", "pre", "none", 1),
     ("default sandbox, no sandbox named", "one", "none", 1),
@@ -272,11 +287,7 @@ LOADS = (  # (label, server, wrk mode, sandboxes the load goes to)
 
 
 def load(args, port):
-    before = args.before or before_sandboxes()
-    tree = Path(tempfile.mkdtemp(prefix="pre-sandboxes-"))
-    tree.rmdir()
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), before], check=True,
-                   capture_output=True)
+    before, tree = before_worktree(args)
     procs = {}
     out = {"before": before, "load_before": load_avg(), "runs": args.runs, "seconds": args.seconds, "rows": []}
     try:
@@ -342,7 +353,7 @@ def load(args, port):
         for proc, _ in procs.values():
             proc.send_signal(signal.SIGCONT)
             run.stop(proc)
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+        remove_worktree(tree)
     out["load_after"] = load_avg()
     return out
 
@@ -418,11 +429,7 @@ def inproc(mode, n, rounds):
 
 def lookup(args, port):
     """The mixed load in-process, per request: before sandboxes, and now without/with a sandbox named."""
-    before = args.before or before_sandboxes()
-    tree = Path(tempfile.mkdtemp(prefix="pre-sandboxes-"))
-    tree.rmdir()
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), before], check=True,
-                   capture_output=True)
+    before, tree = before_worktree(args)
     variants = (("before sandboxes", "none", {"PYTHONPATH": str(tree)}, tree), ("default sandbox", "none", {}, ROOT),
                 ("X-Mock-Sandbox: s0", "header", {}, ROOT), ("/sandbox/s0 prefix", "prefix", {}, ROOT),
                 ("X-Mock-Sandbox over 100 sandboxes", "header100", {}, ROOT))
@@ -446,7 +453,7 @@ def lookup(args, port):
                 if bad:
                     sys.exit(f"in-process run {label}: unexpected statuses {bad}")
     finally:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+        remove_worktree(tree)
     base = statistics.median(got[variants[0][0]])
     for label, *_ in variants:
         us = got[label]
