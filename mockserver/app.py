@@ -57,10 +57,12 @@ class MockServer:
         self.library = {name: (item["raw"], item["source"]) for name, item in first.scenarios.active.items()}
         # who may make a sandbox by using it, on a mock protected by a control token: a caller of the start world
         self.start_auth = (dict(first.tokens), first.default_org, frozenset(first.store.organizations.rows))
+        first.close()
         self.snapshots = {}                    # name -> Snapshot, shared by all sandboxes
         self.sandboxes = Sandboxes(self.make_sandbox, self.settings.max_sandboxes, self.settings.sandbox_ttl, wall,
-                                   forget=lambda box: retire(box.rt))
+                                   forget=self.forget, sleep_after=self.settings.sleep_after or None)
         self.sandboxes.create(DEFAULT)
+        self.collector = None                  # the process's collector policy (collector.py), set by `serve`
         self.changes = 0                       # requests served: the state file is saved when this moves
         self.saver = None
         if self.settings.state_file:
@@ -82,14 +84,20 @@ class MockServer:
         scenarios = Scenarios(self.spec, seed=settings.seed)
         for path in settings.scenarios:
             scenarios.load_file(path)
-        return Runtime(settings, clock, fixtures, scenarios)
+        return Runtime(settings, clock, fixtures, scenarios, self.shared.budget)
 
     def make_sandbox(self, name, options):
         """A new sandbox: a copy of the start world, or of a snapshot, or a world built for its options."""
         from .sandbox_options import world_for
         rt, origin, source = world_for(self, options)
         _own(rt, name)
-        return Sandbox(name, rt, origin, source, self.sandboxes.wall())
+        return Sandbox(name, rt, origin, source, self.sandboxes.wall(), self.shared)
+
+    def forget(self, box):
+        """A sandbox was deleted, replaced or expired."""
+        box.retire()
+        if self.collector is not None:
+            self.collector.release()
 
     def reset_sandbox(self, box, scenarios=False):
         """Back to the world the sandbox started from. Its clock goes on from where it is, and its
@@ -144,7 +152,7 @@ class MockServer:
                     else:
                         box = self.sandboxes.get(name)
                     scope = {**scope, "path": path, "mock.sandbox": box, "mock.runtime": box and box.rt}
-                    await self.control(scope, receive, requestid.tagged(scope, send))
+                    await self._in(box, self.control(scope, receive, requestid.tagged(scope, send)))
                     return
                 if name not in self.sandboxes.live and self.settings.control_token:
                     self._check_may_create(scope, name)
@@ -156,9 +164,21 @@ class MockServer:
             if path in ("/openapi.json", "/openapi.yaml"):
                 await self._document(scope, requestid.tagged(scope, send), path)
             else:
-                await self.api(box.rt, scope, receive, send, path, None if name == DEFAULT else name)
+                await self._in(box, self.api(box.rt, scope, receive, send, path, None if name == DEFAULT else name))
         elif kind == "lifespan":
             await self._lifespan(receive, send)
+
+    @staticmethod
+    async def _in(box, answer):
+        """Answer a request of a sandbox, which meanwhile does not fall asleep."""
+        if box is None:
+            await answer
+            return
+        box.inflight += 1
+        try:
+            await answer
+        finally:
+            box.inflight -= 1
 
     def _check_control_token(self, scope, path):
         token = self.settings.control_token
@@ -309,7 +329,7 @@ class MockServer:
             elif message["type"] == "lifespan.shutdown":
                 if pump:
                     pump.cancel()
-                for box in self.sandboxes:
+                for box in self.sandboxes.awake():
                     await box.rt.webhooks.close()
                 if self.saver is not None:
                     self.saver.final()
@@ -319,7 +339,7 @@ class MockServer:
     async def _pump_forever(self):
         """Emit due deployment events and webhook retries without waiting for a request."""
         while True:
-            for box in self.sandboxes:
+            for box in self.sandboxes.awake():
                 rt = box.rt
                 if not (rt.lifecycle.active or rt.webhooks.pending):
                     continue                    # idle: nothing can fall due
@@ -328,6 +348,11 @@ class MockServer:
                 except Exception:               # keep the loop alive; the error is a bug to see in the log
                     log.exception("background pump of sandbox %s failed", box.name)
             self.sandboxes.sweep()
+            if self.collector is not None:
+                if self.shared.budget.trims:
+                    self.shared.budget.trims = 0
+                    self.collector.release()
+                self.collector.tick()
             if self.saver is not None:
                 try:
                     self.saver.tick()
@@ -359,12 +384,8 @@ def _own(rt, name):
 
 
 def retire(rt):
-    """Let a world that was replaced finish its webhook attempts' cleanup in the background."""
-    if rt.webhooks.tasks or rt.webhooks._client is not None:
-        try:
-            asyncio.get_running_loop().create_task(rt.webhooks.close())
-        except RuntimeError:                    # no loop (in-process tests): nothing is in flight
-            pass
+    """A world that was deleted, reset, replaced or restored over lets go of what it holds."""
+    rt.close()
 
 
 async def _read_body(receive, limit):

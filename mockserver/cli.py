@@ -14,7 +14,7 @@ from pathlib import Path
 
 from . import __version__, cors
 from .accesslog import FORMATS
-from .settings import Settings, default_fixtures, parse_rate
+from .settings import Settings, default_fixtures, parse_rate, parse_size
 
 # option -> the environment variables that set it (the first one set wins); the first three serve `check` too
 ENVIRONMENT = {
@@ -27,6 +27,8 @@ ENVIRONMENT = {
     "--clock": ("MOCKSERVER_CLOCK",),
     "--speed": ("MOCKSERVER_SPEED",),
     "--journal-size": ("MOCKSERVER_JOURNAL_SIZE",),
+    "--journal-memory": ("MOCKSERVER_JOURNAL_MEMORY",),
+    "--journal-body-limit": ("MOCKSERVER_JOURNAL_BODY_LIMIT",),
     "--max-body": ("MOCKSERVER_MAX_BODY",),
     "--jwt-secret": ("MOCKSERVER_JWT_SECRET",),
     "--log-level": ("MOCKSERVER_LOG_LEVEL",),
@@ -35,6 +37,7 @@ ENVIRONMENT = {
     "--log-format": ("MOCKSERVER_LOG_FORMAT",),
     "--max-sandboxes": ("MOCKSERVER_MAX_SANDBOXES",),
     "--sandbox-ttl": ("MOCKSERVER_SANDBOX_TTL",),
+    "--sleep-after": ("MOCKSERVER_SLEEP_AFTER",),
     "--control-token": ("MOCKSERVER_CONTROL_TOKEN",),
     "--replica-name": ("MOCKSERVER_REPLICA",),
     "--state-file": ("MOCKSERVER_STATE_FILE",),
@@ -70,9 +73,25 @@ def _positive(kind):
     return parse
 
 
+def _non_negative(kind):
+    def parse(text):
+        value = kind(text)
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+        return value
+    return parse
+
+
 def _rate(text):
     try:
         return parse_rate(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _size(text):
+    try:
+        return parse_size(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
@@ -156,7 +175,15 @@ def parser():
                              help="divide every step duration by this factor (default 1)")
             sub.add_argument("--journal-size", type=_positive(int),
                              default=int(_env(*ENVIRONMENT["--journal-size"], default=10000)),
-                             help="calls kept in the journal (default 10000)")
+                             help="calls kept in each sandbox's journal (default 10000)")
+            sub.add_argument("--journal-memory", type=_size, metavar="SIZE",
+                             default=_env(*ENVIRONMENT["--journal-memory"], default="256MiB"),
+                             help="memory all journals may hold together, e.g. 256MiB (default); past it the "
+                                  "sandboxes holding most give up their oldest calls, counted as dropped")
+            sub.add_argument("--journal-body-limit", type=_size, metavar="SIZE",
+                             default=_env(*ENVIRONMENT["--journal-body-limit"], default="64KiB"),
+                             help="a request or reply body longer than this is journaled cut, and the call "
+                                  "says so (default 64KiB)")
             sub.add_argument("--max-body", type=_positive(int), metavar="BYTES",
                              default=int(_env(*ENVIRONMENT["--max-body"], default=16 * 1024 * 1024)),
                              help="largest request body accepted; a larger one is a 413 (default 16 MiB)")
@@ -178,6 +205,11 @@ def parser():
             sub.add_argument("--sandbox-ttl", type=_positive(float),
                              default=float(_env(*ENVIRONMENT["--sandbox-ttl"], default=3600)),
                              help="seconds an idle sandbox lives, on the wall clock (default 3600)")
+            sub.add_argument("--sleep-after", type=_non_negative(float),
+                             default=float(_env(*ENVIRONMENT["--sleep-after"], default=30)),
+                             help="seconds after which an idle sandbox with nothing under way is kept compressed "
+                                  "in memory until its next request (about a tenth of the memory; 0: never; "
+                                  "default 30)")
             sub.add_argument("--control-token", default=_env(*ENVIRONMENT["--control-token"]),
                              help="require 'Authorization: Bearer <token>' on every /_mock route but health")
             sub.add_argument("--state-file", default=_env(*ENVIRONMENT["--state-file"]), metavar="PATH",
@@ -240,8 +272,10 @@ def settings_from(args):
     if args.command == "serve":
         settings.host, settings.port, settings.clock = args.host, args.port, args.clock
         settings.speed, settings.journal_size, settings.max_body = args.speed, args.journal_size, args.max_body
+        settings.journal_memory, settings.journal_body_limit = args.journal_memory, args.journal_body_limit
         settings.jwt_secret, settings.log_level = args.jwt_secret, args.log_level
         settings.max_sandboxes, settings.sandbox_ttl = args.max_sandboxes, args.sandbox_ttl
+        settings.sleep_after = args.sleep_after
         settings.control_token, settings.replica_name = args.control_token or None, args.replica_name or None
         settings.state_file, settings.save_interval = args.state_file or None, args.save_interval
         settings.cors_origins, settings.access_log, settings.log_format = (args.cors_origins, args.access_log,
@@ -279,13 +313,11 @@ def serve(settings):
         for line in problems_of(error):
             print(f"mockserver: {line}", file=sys.stderr)
         return 2
-    import gc
-
     import uvicorn
-    # The store and the journal are many small long-lived objects: leave what start-up built out of
-    # collections and run full collections rarely (bench: POST p99 168 ms -> single-digit ms).
-    gc.freeze()
-    gc.set_threshold(10_000, 50, 1000)
+
+    from .collector import Collector
+    server.collector = Collector()            # collections walk only what is young (collector.py)
+    server.collector.install()
     config = uvicorn.Config(server, host=settings.host, port=settings.port, log_level=settings.log_level,
                             access_log=False, lifespan="on", http="httptools", loop="uvloop")
     print(f"mockserver {settings.host}:{settings.port} clock={settings.clock} fixtures={settings.fixtures} "

@@ -6,6 +6,7 @@ small document, `/_mock/openapi.json`. Routes act on the world of the request's 
 (`world(request)`, chosen in app.py), except the global ones: health, sandboxes, snapshots.
 """
 
+import os
 import time
 from pathlib import Path
 
@@ -29,6 +30,15 @@ from .scenarios import ScenarioError
 from .world import Snapshot, freeze, thaw
 
 DOCUMENT = Path(__file__).with_name("openapi") / "control.yaml"
+
+
+def resident_bytes():
+    """The process's resident memory (Linux), or None where /proc is not there."""
+    try:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def world(request):
@@ -59,9 +69,13 @@ def build_control(server):
 
     # ------------------------------------------------------------ health, reset, state
     async def health(request):
+        budget = server.shared.budget
+        memory = {"rss_bytes": resident_bytes(), "journal_bytes": budget.total, "journal_limit": budget.limit}
+        if server.collector is not None:
+            memory["gc"] = server.collector.describe()
         return reply({"status": "ok", "version": __version__, "clock": server.settings.clock,
                       "replica": server.settings.replica_name, "sandboxes": len(server.sandboxes),
-                      "uptime_seconds": round(time.time() - started, 3)})
+                      "uptime_seconds": round(time.time() - started, 3), "memory": memory})
 
     async def reset(request):
         body = await json_body(request, required=False)
@@ -128,7 +142,7 @@ def build_control(server):
             found = found[-int(limit):] if int(limit) else []
         webhooks = world(request).webhooks
         return reply({"total": len(found), "dropped": journal.dropped, "journal_size": journal.size,
-                      "results": [journal.render(e, webhooks.caused_by(e[0])) for e in found]})
+                      "results": [journal.render(e, webhooks.caused_by(e.id)) for e in found]})
 
     async def calls_coverage(request):
         return reply(coverage(world(request).journal, server.spec.operations))

@@ -9,8 +9,8 @@ it never called. Only the calls still in the journal count (see `dropped`).
 def coverage(journal, operations):
     """Counts per operation of `operations` (operationId -> Operation) from the journal's entries."""
     statuses = {operation_id: {} for operation_id in operations}
-    for entry in journal.entries:
-        operation, status = entry[4], entry[8]
+    for call in journal.entries:
+        operation, status = call.operation, call.status
         if operation is None or operation.operation_id not in statuses:
             continue
         counts = statuses[operation.operation_id]

@@ -45,7 +45,10 @@ def _duration(seconds):
 
 class Deployments:
     def __init__(self, rt):
-        self.rt = rt
+        self.rt = rt                           # a weak reference to the world (see Runtime)
+
+    def __getstate__(self):
+        return {**self.__dict__, "rt": None}
 
     # ------------------------------------------------------------ starting actions
     def start(self, ctx, entry, action, commit=None):

@@ -2,14 +2,25 @@
 
 One `Fake` per runtime, seeded from `--seed`: the same seed gives the same data. Values
 tied to one record (the logs of a deployment, the commits of a repository) come from a
-generator seeded by that record's id, so they do not depend on the order of requests.
+generator seeded by (seed, that record's key), so they do not depend on the order of requests.
+
+What it costs: building a `Faker` takes about 2.5 ms and 100 commits take 12 ms of draws,
+so neither happens per request. The process has one `Faker`, reseeded before each use
+(reseeding gives exactly the draws a new instance with that seed would), and what is drawn
+per key is made once and kept in bounded caches shared by every sandbox (`functools.lru_cache`):
+a deploy, a commit listing or a log read after the first costs a lookup. Cached values are
+shared, so callers must not change them (`tfvars` hands out copies because its caller edits them).
 """
 
+import functools
 import hashlib
 import random
 import uuid
+from array import array
 
 from faker import Faker
+
+from .clock import iso
 
 LOG_TEMPLATES = {
     "GIT_CLONE": ["Cloning {url} (branch {branch})", "Checked out commit {sha}"],
@@ -25,6 +36,69 @@ LOG_TEMPLATES = {
 }
 BASES = ["node:22-alpine", "python:3.12-slim", "golang:1.23", "eclipse-temurin:21-jre"]
 BUILDS = ["npm ci && npm run build", "pip install -r requirements.txt", "go build ./cmd/server", "./gradlew build"]
+LOG_DRAWS = 64          # draws made per (deployment, step) at once; a longer log draws again, for its length
+CACHE = 4096            # keys kept per kind of generated value (commits, log draws, tfvars)
+
+_faker = []             # the process's one Faker, made on first use
+
+
+def shared_faker():
+    if not _faker:
+        _faker.append(Faker())
+    return _faker[0]
+
+
+def _seeded(seed, key):
+    """The shared Faker, reseeded by (seed, key): the draws a `Faker` seeded so would make."""
+    digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
+    faker = shared_faker()
+    faker.seed_instance(int.from_bytes(digest[:8], "big"))
+    return faker
+
+
+@functools.lru_cache(maxsize=CACHE)
+def _commit_draws(seed, repository, branch, count):
+    """(sha, author, message, seconds to the commit before) of a branch's last `count` commits."""
+    local = _seeded(seed, f"{repository}#{branch}")
+    out = []
+    for _ in range(count):
+        sha = local.sha1()
+        author = local.name()
+        message = local.sentence(nb_words=7).rstrip(".")
+        out.append((sha, author, message, local.random_int(600, 14400)))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=CACHE)
+def _commits(seed, repository, branch, count, newest):
+    at, out = newest, []
+    page = repository.removesuffix(".git")
+    for sha, author, message, gap in _commit_draws(seed, repository, branch, count):
+        out.append({"created_at": iso(at), "git_commit_id": sha, "tag": "", "message": message, "author_name": author,
+                    "author_avatar_url": f"https://avatars.example.com/{author.split()[0].lower()}.png",
+                    "commit_page_url": f"{page}/commit/{sha}"})
+        at -= gap
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=CACHE)
+def _log_draws(seed, key, step, count):
+    """Per line: (template index or None, ms, base, build), in the order the draws are made."""
+    local = _seeded(seed, f"{key}:{step}")
+    templates = LOG_TEMPLATES.get(step, LOG_TEMPLATES["RUN"])
+    out = []
+    for index in range(count):
+        chosen = templates.index(local.random_element(templates)) if step == "RUN" else None
+        out.append((chosen, local.random_int(2, 180), local.random_element(BASES), local.random_element(BUILDS)))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=CACHE)
+def _tfvars(seed, repository):
+    local = _seeded(seed, repository)
+    return tuple((env, local.random_element(["eu-west-3", "us-east-1", "ap-south-1"]),
+                  local.random_element(["t3.small", "t3.medium", "m6i.large"]), str(local.random_int(1, 5)))
+                 for env in ("production", "staging"))
 
 
 class Fake:
@@ -32,32 +106,30 @@ class Fake:
         self.seed = seed
         self.rng = random.Random(seed)
         self._pinned = None
-        self._faker = None                     # made on first use: building one costs ~1 ms
-        self._faker_state = None
-
-    @property
-    def faker(self):
-        if self._faker is None:
-            self._faker = Faker()
-            self._faker.seed_instance(self.seed)
-            if self._faker_state is not None:
-                self._faker.random.setstate(self._faker_state)
-        return self._faker
+        self._faker_seed = None                 # a named sandbox's own sequence starts from this seed
+        self._faker_state = None                # the sequence's position once drawn from (packed)
 
     def reseed(self, key):
         """Another reproducible sequence for a copy of this world (a sandbox named `key`), so that
         worlds copied from one start do not hand out the same new ids."""
         self.rng = random.Random(f"{self.seed}:{key}")
-        self._faker = None
-        self._faker_state = random.Random(f"{self.seed}:{key}:faker").getstate()
+        self._faker_seed = f"{self.seed}:{key}:faker"
+        self._faker_state = None
 
-    def __getstate__(self):
-        """Saved with the world as the generators' positions (a Faker instance is not worth copying)."""
-        state = dict(self.__dict__)
-        if self._faker is not None:
-            state["_faker_state"] = self._faker.random.getstate()
-        state["_faker"] = None
-        return state
+    def _draw(self, how):
+        """One value from this world's own sequence (people, passwords, backup suffixes), drawn with the
+        shared Faker set to the sequence's position, which is kept afterwards."""
+        faker = shared_faker()
+        faker.seed_instance(self.seed)
+        if self._faker_state is not None:
+            version, words, gauss = self._faker_state
+            faker.random.setstate((version, tuple(array("I", words)), gauss))
+        elif self._faker_seed is not None:
+            faker.random.setstate(random.Random(self._faker_seed).getstate())
+        value = how(faker)
+        version, words, gauss = faker.random.getstate()
+        self._faker_state = (version, array("I", words).tobytes(), gauss)
+        return value
 
     def uuid(self):
         if self._pinned is not None:
@@ -74,50 +146,27 @@ class Fake:
         self._pinned = ident
 
     def person(self):
-        return self.faker.name()
+        return self._draw(lambda faker: faker.name())
 
-    def _local(self, key):
-        """A Faker seeded by (seed, key): values tied to one record."""
-        digest = hashlib.sha256(f"{self.seed}:{key}".encode()).digest()
-        local = Faker()
-        local.seed_instance(int.from_bytes(digest[:8], "big"))
-        return local
-
-    def commits(self, repository, branch, count, newest):
-        """`count` commits of a repository's branch, newest first, one hour or so apart."""
-        local = self._local(f"{repository}#{branch}")
-        out, at = [], newest
-        for _ in range(count):
-            sha = local.sha1()
-            author = local.name()
-            out.append({
-                "created_at": at, "git_commit_id": sha, "tag": "",
-                "message": local.sentence(nb_words=7).rstrip("."), "author_name": author,
-                "author_avatar_url": f"https://avatars.example.com/{author.split()[0].lower()}.png",
-                "commit_page_url": f"{repository.removesuffix('.git')}/commit/{sha}",
-            })
-            at -= local.random_int(600, 14400)
-        return out
-
-    def log_lines(self, key, step, values, count):
-        local = self._local(f"{key}:{step}")
-        templates = LOG_TEMPLATES.get(step, LOG_TEMPLATES["RUN"])
-        lines = []
-        for index in range(count):
-            template = templates[index % len(templates)] if step != "RUN" else local.random_element(templates)
-            lines.append(template.format(ms=local.random_int(2, 180), base=local.random_element(BASES),
-                                         build=local.random_element(BUILDS), **values))
-        return lines
+    def password(self, length=24):
+        return self._draw(lambda faker: faker.password(length=length))
 
     def backup_name(self, database, when):
-        return f"{database}-{when[:10]}-{self.faker.lexify('????').lower()}"
+        return f"{database}-{when[:10]}-{self._draw(lambda faker: faker.lexify('????')).lower()}"
+
+    def commits(self, repository, branch, count, newest):
+        """`count` commits of a repository's branch, newest first, one hour or so apart, with ISO dates
+        (a shared tuple: read only)."""
+        return _commits(self.seed, repository, branch, count, newest)
+
+    def log_lines(self, key, step, values, count):
+        draws = _log_draws(self.seed, key, step, max(LOG_DRAWS, count))[:count]
+        templates = LOG_TEMPLATES.get(step, LOG_TEMPLATES["RUN"])
+        return [templates[index % len(templates) if chosen is None else chosen].format(
+                    ms=ms, base=base, build=build, **values)
+                for index, (chosen, ms, base, build) in enumerate(draws)]
 
     def tfvars(self, repository):
-        local = self._local(repository)
-        files = []
-        for env in ("production", "staging"):
-            files.append({"source": f"env/{env}.tfvars",
-                          "variables": {"region": local.random_element(["eu-west-3", "us-east-1", "ap-south-1"]),
-                                        "instance_type": local.random_element(["t3.small", "t3.medium", "m6i.large"]),
-                                        "environment": env, "replicas": str(local.random_int(1, 5))}})
-        return files
+        return [{"source": f"env/{env}.tfvars",
+                 "variables": {"region": region, "instance_type": size, "environment": env, "replicas": replicas}}
+                for env, region, size, replicas in _tfvars(self.seed, repository)]

@@ -58,24 +58,23 @@ def whole_number(params, name, default=None, most=None):
     return min(int(text), most) if most is not None else int(text)
 
 
-def row(entry):
-    ident, at, method, path, operation, _, _, _, status, _, duration, rule, _, token = entry
-    return {"id": ident, "time": iso(at), "method": method, "path": path,
-            "operation": operation.operation_id if operation else None, "status": status,
-            "duration_ms": round(duration * 1000, 3), "token": token, "scenario_rule": rule}
+def row(call):
+    return {"id": call.id, "time": iso(call.at), "method": call.method, "path": call.path,
+            "operation": call.operation_id, "status": call.status,
+            "duration_ms": round(call.duration * 1000, 3), "token": call.token, "scenario_rule": call.rule}
 
 
-def contains(entry, needle):
+def contains(call, needle):
     """Does the text occur (case-insensitive) anywhere in the call: line, names, query, bodies?"""
-    ident, _, method, path, operation, query, _, body, status, response, _, rule, _, token = entry
-    line = f"{method} {path} {status} {operation.operation_id if operation else ''} {rule or ''} {token or ''}"
+    line = f"{call.method} {call.path} {call.status} {call.operation_id or ''} {call.rule or ''} {call.token or ''}"
     if needle in line.lower():
         return True
+    query, _, body = call.parts()
     if query and needle in orjson.dumps(query).decode().lower():
         return True
     if body is not None and needle in orjson.dumps(body).decode().lower():
         return True
-    return bool(response) and needle in response.decode("utf-8", "replace").lower()
+    return bool(call.response) and needle in call.response.decode("utf-8", "replace").lower()
 
 
 # ------------------------------------------------------------ deployments
@@ -214,9 +213,9 @@ class Inspector:
         limit = whole_number(params, "limit", PAGE, MAX_PAGE)
         journal = self.runtime_of(request).journal
         matching = [entry for entry in journal.entries
-                    if entry[0] > since and not (wanted and mismatches(entry, wanted))
+                    if entry.id > since and not (wanted and mismatches(entry, wanted))
                     and not (needle and not contains(entry, needle))]
-        end = len(matching) if before is None else bisect_left(matching, before, key=lambda entry: entry[0])
+        end = len(matching) if before is None else bisect_left(matching, before, key=lambda entry: entry.id)
         shown = matching[max(0, end - limit):end] if limit else []
         return reply({"total": len(matching), "newer": len(matching) - end, "journal_total": len(journal.entries),
                       "dropped": journal.dropped, "last_id": journal.next_id - 1,
@@ -226,8 +225,8 @@ class Inspector:
         ident = request.path_params["id"]
         rt = self.runtime_of(request)
         entries = rt.journal.entries
-        index = bisect_left(entries, ident, key=lambda entry: entry[0])
-        if index == len(entries) or entries[index][0] != ident:
+        index = bisect_left(entries, ident, key=lambda entry: entry.id)
+        if index == len(entries) or entries[index].id != ident:
             raise ApiError(404, f"call {ident} is not in the journal")
         return reply(rt.journal.render(entries[index], rt.webhooks.caused_by(ident)))
 

@@ -1,12 +1,20 @@
 """The call journal: every API request the mock answered, for tests to assert on.
 
-Entries are kept in a bounded ring; when old entries are dropped the journal counts
-them, and every listing says how many were dropped. Secrets are redacted when the call
-is recorded (the Authorization header keeps its scheme and last four characters), so
-nothing readable is kept. Rendering to JSON happens when entries are read, not per call.
+Each sandbox's journal keeps its calls in a ring bounded by count (`--journal-size`); all the
+journals of a server share one memory budget in bytes (`--journal-memory`, a `Budget`). A call is
+kept compactly: the fields filters read (method, path, operation, status, rule, ...) as plain values,
+the query, headers and request body encoded as one JSON byte string, the reply as the bytes sent.
+A request or reply body longer than `body_limit` bytes is kept cut, and the call says so
+(`truncated`). When the budget is exceeded, the journals holding most give up their oldest calls
+first (each down to a common level), so one busy sandbox cannot push out a quiet one's calls.
+Every call given up, by count or by bytes, is counted in `dropped`: never silently.
+
+Secrets are redacted when the call is recorded (the Authorization header keeps its scheme and last
+four characters), so nothing readable is kept. Rendering to JSON happens when calls are read.
 """
 
 import fnmatch
+import weakref
 from collections import deque
 from datetime import datetime
 
@@ -18,6 +26,8 @@ SECRET_FIELDS = frozenset({"secret_access_key", "cloudb_secret_key", "json_crede
                            "target_secret"})
 REDACTED = "**redacted**"
 FILTERS = ("method", "path", "operation", "status", "since", "scenario", "request_id")
+BODY_LIMIT = 64 * 1024          # bytes of a request or reply body kept whole
+OVERHEAD = 360                  # bytes a call costs besides its strings and bodies (object, tuple, ints)
 
 
 def redact_authorization(value):
@@ -53,12 +63,101 @@ def needs_redaction(body):
     return False
 
 
+class Call:
+    """One journaled call. `request` is the JSON of [query, headers, body]; `response` the reply's bytes;
+    `truncated` maps "body"/"response" to the size sent when that part was kept cut."""
+
+    __slots__ = ("id", "at", "method", "path", "operation", "status", "duration", "rule", "request_id", "token",
+                 "request", "response", "truncated", "size")
+
+    def __init__(self, ident, at, method, path, operation, status, duration, rule, request_id, token, request,
+                 response, truncated):
+        self.id, self.at, self.method, self.path, self.operation = ident, at, method, path, operation
+        self.status, self.duration, self.rule, self.request_id, self.token = status, duration, rule, request_id, token
+        self.request, self.response, self.truncated = request, response, truncated
+        self.size = OVERHEAD + len(path) + len(request) + len(response) + len(request_id or "")
+
+    def parts(self):
+        """(query, headers, body) as they were recorded (a cut body is the text kept)."""
+        return orjson.loads(self.request)
+
+    @property
+    def template(self):
+        return self.operation.template if self.operation else None
+
+    @property
+    def operation_id(self):
+        return self.operation.operation_id if self.operation else None
+
+
+class Budget:
+    """The bytes every journal of a server may hold together (shared by all sandboxes, never copied)."""
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.total = 0
+        self.trims = 0                          # times calls were given up for bytes (memory let go)
+        self.journals = weakref.WeakSet()
+
+    def join(self, journal):
+        self.journals.add(journal)
+        self.total += journal.bytes
+
+    def leave(self, journal):
+        if journal in self.journals:
+            self.journals.discard(journal)
+            self.total -= journal.bytes
+
+    def trim(self):
+        """Bring the total under 90% of the limit: every journal above a common level gives up its oldest
+        calls down to that level (the level is the highest that frees enough)."""
+        journals = list(self.journals)
+        self.total = sum(journal.bytes for journal in journals)    # exact again (a journal freed uncounted)
+        if self.total <= self.limit:
+            return
+        self.trims += 1
+        target = int(self.limit * 0.9)
+        level = _level([journal.bytes for journal in journals], target)
+        for journal in journals:
+            if journal.bytes > level:
+                self.total -= journal.shrink(level)
+
+
+def _level(sizes, target):
+    """The largest L with sum(min(size, L)) <= target: what each journal may keep."""
+    sizes = sorted(sizes)
+    below, count = 0, len(sizes)
+    for index, size in enumerate(sizes):
+        level = (target - below) // (count - index)
+        if level < size:
+            return max(level, 0)
+        below += size
+    return sizes[-1] if sizes else 0
+
+
 class Journal:
-    def __init__(self, size=10000):
+    def __init__(self, size=10000, budget=None, body_limit=BODY_LIMIT):
         self.size = size
-        self.entries = deque(maxlen=size)
+        self.entries = deque()
         self.dropped = 0
         self.next_id = 1
+        self.bytes = 0
+        self.body_limit = body_limit
+        self.budget = budget
+        if budget is not None:
+            budget.join(self)
+
+    def __setstate__(self, state):
+        """A journal read back (a copied world, a restored state file) counts in its server's budget."""
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        if self.budget is not None:
+            self.budget.join(self)
+
+    def release(self):
+        """The journal's world is retired: its bytes no longer count."""
+        if self.budget is not None:
+            self.budget.leave(self)
 
     def reserve(self):
         """The id of a call that has just started (calls may end in another order)."""
@@ -70,70 +169,110 @@ class Journal:
                request_id=None, token=None):
         """Store one call. `operation` is the matched Operation or None; `response` the body bytes;
         `token` the name of the caller's token (None when the call was not authenticated)."""
-        if len(self.entries) == self.size:
-            self.dropped += 1
         if body is not None and operation is not None:
             secret = "Secret" in operation.operation_id
             if secret or needs_redaction(body):
                 body = redact_body(body, secret)
-        self.entries.append((ident, at, method, path, operation, query, headers, body, status, response,
-                             duration, rule, request_id, token))
+        truncated = None
+        encoded_body = orjson.dumps(body)
+        if len(encoded_body) > self.body_limit:
+            truncated = {"body": len(encoded_body)}
+            body = encoded_body[:self.body_limit].decode("utf-8", "ignore")
+        else:
+            body = encoded_body
+        if len(response) > self.body_limit:
+            truncated = {**(truncated or {}), "response": len(response)}
+            response = response[:self.body_limit]
+        encoded = body if isinstance(body, bytes) else orjson.dumps(body)
+        request = b"".join((b"[", orjson.dumps(query), b",", orjson.dumps(headers), b",", encoded, b"]"))
+        call = Call(ident, at, method, path, operation, status, duration, rule, request_id, token, request,
+                    response, truncated)
+        self.entries.append(call)
+        added = call.size
+        if len(self.entries) > self.size:
+            added -= self.entries.popleft().size
+            self.dropped += 1
+        self.bytes += added
+        if self.budget is not None:
+            self.budget.total += added
+            if self.budget.total > self.budget.limit:
+                self.budget.trim()
         return ident
 
+    def shrink(self, keep):
+        """Give up the oldest calls until at most `keep` bytes are held; returns the bytes freed."""
+        freed = 0
+        while self.entries and self.bytes > keep:
+            size = self.entries.popleft().size
+            self.bytes -= size
+            freed += size
+            self.dropped += 1
+        return freed
+
     def clear(self):
+        if self.budget is not None:
+            self.budget.total -= self.bytes
         self.entries.clear()
         self.dropped = 0
+        self.bytes = 0
 
     def empty_copy(self):
-        """A journal of the same size with no calls (what a snapshot without its journal keeps)."""
-        return Journal(self.size)
+        """A journal of the same bounds with no calls (what a snapshot without its journal keeps);
+        it counts in no budget until it is read back as part of a world."""
+        copy = Journal(self.size, None, self.body_limit)
+        copy.budget = self.budget
+        return copy
 
     # ------------------------------------------------------------ reading
     def select(self, filters):
-        """Entries matching every given filter (see FILTERS), oldest first."""
-        return [entry for entry in self.entries if not mismatches(entry, filters)]
+        """Calls matching every given filter (see FILTERS), oldest first."""
+        return [call for call in self.entries if not mismatches(call, filters)]
 
-    def render(self, entry, deliveries=()):
-        ident, at, method, path, operation, query, headers, body, status, response, duration, rule, rid, token = entry
+    def render(self, call, deliveries=()):
+        query, headers, body = call.parts()
+        response = call.response
         try:
-            response_body = orjson.loads(response) if response else None
+            response_body = orjson.loads(response) if response and not call.truncated else None
         except orjson.JSONDecodeError:
-            response_body = response.decode(errors="replace")
-        return {
-            "id": ident, "time": iso(at), "method": method, "path": path,
-            "path_template": operation.template if operation else None,
-            "operation": operation.operation_id if operation else None,
-            "query": query, "headers": headers, "body": body, "status": status, "response": response_body,
-            "duration_ms": round(duration * 1000, 3), "scenario_rule": rule, "request_id": rid, "token": token,
-            "webhook_deliveries": list(deliveries),
+            response_body = None
+        if response_body is None and response:
+            response_body = response.decode("utf-8", "replace")
+        out = {
+            "id": call.id, "time": iso(call.at), "method": call.method, "path": call.path,
+            "path_template": call.template, "operation": call.operation_id,
+            "query": query, "headers": headers, "body": body, "status": call.status, "response": response_body,
+            "duration_ms": round(call.duration * 1000, 3), "scenario_rule": call.rule, "request_id": call.request_id,
+            "token": call.token, "webhook_deliveries": list(deliveries),
         }
+        if call.truncated:
+            out["truncated"] = {part: {"bytes": size, "kept": self.body_limit} for part, size in call.truncated.items()}
+        return out
 
-    def summary(self, entry):
-        ident, _, method, path, operation, _, _, _, status, _, _, _, _, _ = entry
-        return f"#{ident} {method} {path} -> {status}" + (f" ({operation.operation_id})" if operation else "")
+    def summary(self, call):
+        return (f"#{call.id} {call.method} {call.path} -> {call.status}"
+                + (f" ({call.operation_id})" if call.operation else ""))
 
 
-def mismatches(entry, filters):
-    """Names of the filters an entry fails (empty list: it matches)."""
-    ident, at, method, path, operation, _, _, _, status, _, _, rule, rid, _ = entry
+def mismatches(call, filters):
+    """Names of the filters a call fails (empty list: it matches)."""
     failed = []
     for name, wanted in filters.items():
         if wanted is None or wanted == "":
             continue
-        if name == "method" and method != str(wanted).upper():
+        if name == "method" and call.method != str(wanted).upper():
             failed.append(name)
-        elif name == "operation" and (operation is None or operation.operation_id != wanted):
+        elif name == "operation" and call.operation_id != wanted:
             failed.append(name)
-        elif name == "status" and not _status_matches(status, wanted):
+        elif name == "status" and not _status_matches(call.status, wanted):
             failed.append(name)
-        elif name == "path" and not (path == wanted or (operation and operation.template == wanted)
-                                     or fnmatch.fnmatchcase(path, wanted)):
+        elif name == "path" and not (call.path == wanted or call.template == wanted
+                                     or fnmatch.fnmatchcase(call.path, wanted)):
             failed.append(name)
-        elif name == "since" and not _after(ident, at, wanted):
+        elif name == "since" and not _after(call.id, call.at, wanted):
             failed.append(name)
-        elif name == "scenario" and rule != wanted:
+        elif name == "scenario" and call.rule != wanted:
             failed.append(name)
-        elif name == "request_id" and rid != wanted:
+        elif name == "request_id" and call.request_id != wanted:
             failed.append(name)
     return failed
 

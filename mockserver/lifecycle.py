@@ -8,6 +8,7 @@ the clock moved shows the right state with no background task. `pump(now)` only
 applies what must happen once: webhook events and the durable effects of an end.
 """
 
+import heapq
 import math
 from dataclasses import dataclass, field
 
@@ -133,12 +134,19 @@ def plan(action, service_type, speed=1.0, durations=None, source=None):
 
 
 class Lifecycle:
-    """The queues of requests and the one place that moves them along the clock."""
+    """The queues of requests and the one place that moves them along the clock.
+
+    What falls due is kept in a heap of (time, kind, order, request): `pump` pops what is due, so a
+    request costs nothing while nothing of it is due, however many requests are under way. An entry
+    whose time has moved (a cancel moves ends earlier and starts of the requests behind) is pushed
+    again with the new time; the old one is skipped when it comes up."""
 
     def __init__(self, on_event=None, on_end=None):
         self.queues = {}                       # queue id -> [Request] not finished, in order
         self.by_target = {}                    # target id -> [Request] all, in order
-        self.active = []
+        self.active = {}                       # Request -> None: not finished, in order of submission
+        self.due = []                          # heap of (time, 0 start | 1 end, order, Request)
+        self.order = 0
         self.on_event = on_event or (lambda event, request, at: None)
         self.on_end = on_end or (lambda request, success: None)
 
@@ -152,8 +160,21 @@ class Lifecycle:
         history = self.by_target.setdefault(request.target, [])
         request.number = len(history) + 1
         history.append(request)
-        self.active.append(request)
+        self.active[request] = None
+        self._schedule(request)
         return request
+
+    def _schedule(self, request):
+        """Push the request's next events at their current times."""
+        if not request.started_emitted and request.cancelled_at is None:
+            self._push(request.start, 0, request)
+        end = request.end
+        if not request.finished and math.isfinite(end):
+            self._push(end, 1, request)
+
+    def _push(self, at, kind, request):
+        self.order += 1
+        heapq.heappush(self.due, (at, kind, self.order, request))
 
     def latest(self, target):
         history = self.by_target.get(target)
@@ -181,31 +202,44 @@ class Lifecycle:
                 request.start = max(previous_end, request.ready)
             if request.cancelled_at is None:
                 previous_end = max(previous_end, request.end)
+        for request in queue:                  # times moved: their events are due at the new times
+            self._schedule(request)
         return cancelled
 
     def forget(self, target):
         self.by_target.pop(target, None)
 
     def pump(self, now):
-        """Emit the events and apply the ends that are due at `now`, in time order."""
-        if not self.active:
-            return
-        due = []
-        for request in self.active:
-            if not request.started_emitted and request.cancelled_at is None and now >= request.start:
-                due.append((request.start, 0, request))
-            if now >= request.end:
-                due.append((request.end, 1, request))
-        for at, kind, request in sorted(due, key=lambda item: (item[0], item[1])):
+        """Emit the events and apply the ends that are due at `now`, in time order (starts before ends
+        at the same time)."""
+        due = self.due
+        while due and due[0][0] <= now:
+            at, kind, _, request = heapq.heappop(due)
             if kind == 0:
+                if request.started_emitted or request.cancelled_at is not None:
+                    continue
+                if request.start != at:        # moved: its own entry comes (or came) at the new time
+                    if request.start > now:
+                        self._push(request.start, 0, request)
+                        continue
+                    at = request.start
                 request.started_emitted = True
                 self.on_event("DEPLOYMENT_STARTED", request, at)
             else:
+                if request.finished:
+                    continue
+                end = request.end
+                if end != at:
+                    if end > now:
+                        if math.isfinite(end):
+                            self._push(end, 1, request)
+                        continue
+                    at = end
                 self._finish(request, at)
 
     def _finish(self, request, at):
         request.finished = True
-        self.active.remove(request)
+        self.active.pop(request, None)
         queue = self.queues.get(request.queue, [])
         if request in queue:
             queue.remove(request)

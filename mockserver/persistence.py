@@ -86,6 +86,8 @@ def restore(server, path):
         raise StateFileError(path, error.strerror or str(error)) from None
     state = decode(data, path, server.shared)
     now = server.sandboxes.wall()
+    for box in server.sandboxes.live.values():
+        box.retire()                         # the worlds made at start give way to the saved ones
     server.sandboxes.live.clear()
     for box in state["sandboxes"]:
         box.last_used = now                  # the time the server was down does not count as idle

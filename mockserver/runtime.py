@@ -8,6 +8,7 @@ build one and you have the state the fixtures describe. Worlds are copied and sa
 """
 
 import uuid as uuidlib
+import weakref
 
 from .auth import Token
 from .clock import iso
@@ -39,7 +40,13 @@ class Context:
 
 
 class Runtime:
-    def __init__(self, settings, clock, fixtures=None, scenarios=None):
+    """A world. Its parts that need the world back (webhooks, deployments) hold a weak reference to it,
+    so a world's object graph has no cycle: dropping the last reference to a retired world frees it at
+    once (tests/test_fleet_memory.py checks this with the collector off). `close()` lets go of what a
+    live world holds outside itself: webhook attempts in flight, their HTTP client, its journal's share
+    of the memory budget."""
+
+    def __init__(self, settings, clock, fixtures=None, scenarios=None, budget=None):
         self.settings = settings
         self.clock = clock
         self.scenarios = scenarios             # Scenarios (they need the document, so the server gives them)
@@ -47,9 +54,9 @@ class Runtime:
         self.store = Store()
         self.tokens = {}
         self.limiter = RateLimiter(settings.rate_limit or 1000, settings.rate_window or 3600.0)
-        self.journal = Journal(settings.journal_size)
-        self.webhooks = Webhooks(self)
-        self.deployments = Deployments(self)
+        self.journal = Journal(settings.journal_size, budget, settings.journal_body_limit)
+        self.webhooks = Webhooks(weakref.proxy(self))
+        self.deployments = Deployments(weakref.proxy(self))
         self.lifecycle = Lifecycle(on_event=self.webhooks.on_deployment_event, on_end=self.deployments.apply_end)
         self.revision = 0
         self.derived = {}                      # variable or secret id -> {ids of its overrides and aliases}
@@ -58,6 +65,19 @@ class Runtime:
         if fixtures is not None:
             from .fixtures import load_into
             load_into(self, fixtures)
+
+    def __setstate__(self, state):
+        """A copied or restored world: attributes set one by one (they stay in the object's compact
+        layout), and the weak references back to it made anew."""
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        self.webhooks.rt = weakref.proxy(self)
+        self.deployments.rt = weakref.proxy(self)
+
+    def close(self):
+        """The world is retired (deleted, expired, reset, replaced or restored over)."""
+        self.journal.release()
+        self.webhooks.stop()
 
     # ------------------------------------------------------------ ids, time, revisions
     def new_id(self):

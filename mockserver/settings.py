@@ -26,13 +26,16 @@ class Settings:
     clock: str = "real"
     speed: float = 1.0
     jwt_secret: str = "mock-jwt-secret"
-    journal_size: int = 10000
+    journal_size: int = 10000             # calls kept per sandbox
+    journal_memory: int = 256 * 1024 * 1024   # bytes all journals of the server may hold together
+    journal_body_limit: int = 64 * 1024       # bytes of a request or reply body a call keeps whole
     max_body: int = 16 * 1024 * 1024           # a Hypothesis string past a 64 KiB maxLength, \u-escaped, fits
     scenarios: list = field(default_factory=list)
     self_check: bool = False
     log_level: str = "warning"
     max_sandboxes: int = 1000
     sandbox_ttl: float = 3600.0           # seconds a sandbox may stay idle (wall clock) before it expires
+    sleep_after: float = 30.0             # seconds idle before a quiet sandbox's world is kept compressed (0: never)
     control_token: str | None = None      # set: every /_mock route but health needs Bearer <token>
     replica_name: str | None = None       # set: replies carry X-Mock-Replica and health names it
     state_file: str | None = None         # set: sandboxes and snapshots kept there across restarts
@@ -55,3 +58,18 @@ def parse_rate(text):
     if limit < 1 or window <= 0:
         raise ValueError(f"rate limit needs at least 1 request in a window longer than 0, not {text!r}")
     return limit, window
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmg]?)(i?b?)\s*$", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}
+
+
+def parse_size(text):
+    """'268435456', '256MiB', '256M', '64k', '1.5GiB' -> bytes (units are powers of 1024)."""
+    match = _SIZE.match(str(text))
+    if not match:
+        raise ValueError(f"a size must be a number of bytes, optionally with K, M or G (e.g. 256MiB), not {text!r}")
+    value = int(float(match[1]) * _SIZE_UNITS[match[2].lower()])
+    if value < 1:
+        raise ValueError(f"a size must be at least 1 byte, not {text!r}")
+    return value

@@ -4,6 +4,12 @@ An `Entry` holds the public record (`data`, exactly what the API returns), the i
 the organization it belongs to, the id of its parent, and `private` values that must
 never be returned (secret values, secret registry config, webhook secrets). Lookups by
 id check the organization, so an id of another organization is simply not found.
+
+Every rule a write checks reads an index kept up to date on write, as a database keeps a
+unique index: by id, by parent (in insertion order), by (parent, unique name) and, for
+services, by (parent, kind). No write walks its siblings, so its cost does not grow with
+the table. Entries name their table by its name, not by reference: a world's object graph
+has no cycle, so a retired world is freed at once, without waiting for a full collection.
 """
 
 from .errors import not_found
@@ -40,7 +46,7 @@ class Entry:
         self.parent = parent
         self.private = private
         self.meta = meta if meta is not None else {}
-        self.table = None
+        self.table = None                      # the name of the table that holds it
 
 
 class Table:
@@ -50,8 +56,9 @@ class Table:
         self.rows = {}
         self.children = {}                     # parent id -> {id: Entry}, in insertion order
         self.unique, self.casefold = UNIQUE.get(name, (None, False))
-        self.names = {}                        # (parent id, name) -> id, for `unique`
+        self.names = {}                        # (parent id, name) -> id (a tuple of ids when several share it)
         self._named = {}                       # id -> its key in `names`
+        self.kinds = {} if name == "services" else None   # (parent id, kind) -> {id: Entry}, in insertion order
 
     def _name_key(self, parent, name):
         return (parent, name.casefold() if self.casefold else name)
@@ -59,7 +66,9 @@ class Table:
     def add(self, entry):
         self.rows[entry.id] = entry
         self.children.setdefault(entry.parent, {})[entry.id] = entry
-        entry.table = self
+        if self.kinds is not None:
+            self.kinds.setdefault((entry.parent, entry.meta["kind"]), {})[entry.id] = entry
+        entry.table = self.name
         self.reindex(entry)
         return entry
 
@@ -74,11 +83,18 @@ class Table:
             return
         if old is not None:
             del self._named[entry.id]
-            if self.names.get(old) == entry.id:
-                del self.names[old]
+            self._unname(old, entry.id)
         if key is not None:
-            self.names.setdefault(key, entry.id)
+            held = self.names.get(key)
+            self.names[key] = entry.id if held is None else _ids(held) + (entry.id,)
             self._named[entry.id] = key
+
+    def _unname(self, key, ident):
+        rest = tuple(i for i in _ids(self.names.get(key)) if i != ident)
+        if rest:
+            self.names[key] = rest[0] if len(rest) == 1 else rest
+        else:
+            self.names.pop(key, None)
 
     def find(self, ident, org=None):
         entry = self.rows.get(ident)
@@ -94,25 +110,49 @@ class Table:
         return entry
 
     def under(self, parent):
+        """The records of a parent, in the order they were added (a copy: the caller may delete)."""
         return list(self.children.get(parent, {}).values())
+
+    def view(self, parent, kind=None):
+        """The records of a parent (of one kind, for services) without copying them: for reads that
+        page through or count them. Do not add or remove records of that parent while iterating."""
+        found = self.children.get(parent) if kind is None else self.kinds.get((parent, kind))
+        return (found or {}).values()
+
+    def named(self, parent, name):
+        """The records of a parent that carry this unique name (see UNIQUE): usually none or one."""
+        return [self.rows[ident] for ident in _ids(self.names.get(self._name_key(parent, name)))]
 
     def remove(self, ident):
         entry = self.rows.pop(ident, None)
         if entry is not None:
             key = self._named.pop(ident, None)
-            if key is not None and self.names.get(key) == ident:
-                del self.names[key]
-            siblings = self.children.get(entry.parent)
-            if siblings is not None:
-                siblings.pop(ident, None)
-                if not siblings:
-                    del self.children[entry.parent]
+            if key is not None:
+                self._unname(key, ident)
+            _drop(self.children, entry.parent, ident)
+            if self.kinds is not None:
+                _drop(self.kinds, (entry.parent, entry.meta["kind"]), ident)
         return entry
 
-    def name_taken(self, parent, name, exclude=None):
-        """Does another record of this parent carry this unique name (see UNIQUE)?"""
-        ident = self.names.get(self._name_key(parent, name))
-        return ident is not None and ident != exclude
+    def name_taken(self, parent, name, exclude=()):
+        """Does another record of this parent carry this unique name (see UNIQUE)? `exclude`: an id, or
+        ids, that do not count."""
+        exclude = (exclude,) if isinstance(exclude, str) else exclude or ()
+        return any(ident not in exclude for ident in _ids(self.names.get(self._name_key(parent, name))))
+
+
+def _drop(index, key, ident):
+    """Remove `ident` from the group `key` of an index of groups, and the group once it is empty."""
+    group = index.get(key)
+    if group is not None:
+        group.pop(ident, None)
+        if not group:
+            del index[key]
+
+
+def _ids(held):
+    """The ids an entry of `Table.names` holds: none, one (a str, the common case) or several."""
+    return () if held is None else (held,) if isinstance(held, str) else held
 
 
 class Store:

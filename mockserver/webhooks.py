@@ -9,6 +9,7 @@ time, status or error, duration. With a webhook secret, the request carries
 """
 
 import asyncio
+import heapq
 import hashlib
 import hmac
 import time
@@ -37,7 +38,7 @@ class Webhooks:
     def __init__(self, rt):
         self.rt = rt
         self.deliveries = deque(maxlen=KEEP)
-        self.pending = []                      # (due, delivery)
+        self.pending = []                      # heap of (due, order, delivery, secret)
         self.forced_failures = []              # [remaining, rule name] from scenarios
         self.tasks = set()
         self.by_cause = {}                     # call id -> delivery ids, for the journal
@@ -72,13 +73,19 @@ class Webhooks:
                     del self.by_cause[oldest["caused_by_call"]]
             self.deliveries.append(delivery)
             self.by_cause.setdefault(cause, []).append(delivery["id"])
-            self.pending.append((at, delivery, (entry.private or {}).get("target_secret")))
+            self._queue(at, delivery, (entry.private or {}).get("target_secret"))
 
     def __getstate__(self):
-        """Saved with the world: deliveries and what is pending, not the event loop's tasks or client."""
+        """Saved with the world: deliveries and what is pending, not the event loop's tasks or client,
+        nor the reference back to the world (the world sets it when it is read back)."""
         state = dict(self.__dict__)
-        state["tasks"], state["_client"] = set(), None
+        state["tasks"], state["_client"], state["rt"] = set(), None, None
         return state
+
+    def _queue(self, due, delivery, secret):
+        """An attempt due at `due` on the mock's clock (a heap: the earliest first, then in order queued)."""
+        heapq.heappush(self.pending, (due, delivery["id"] * MAX_ATTEMPTS + len(delivery["attempts"]), delivery,
+                                      secret))
 
     def fail_next(self, count, rule):
         self.forced_failures.append([count, rule])
@@ -87,12 +94,11 @@ class Webhooks:
     def pump(self, now):
         if not self.pending:
             return
-        due = [item for item in self.pending if item[0] <= now]
-        if not due:
+        if self.pending[0][0] > now:
             return
-        self.pending = [item for item in self.pending if item[0] > now]
         loop = asyncio.get_running_loop()
-        for _, delivery, secret in due:
+        while self.pending and self.pending[0][0] <= now:
+            _, _, delivery, secret = heapq.heappop(self.pending)
             task = loop.create_task(self._attempt(delivery, secret))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
@@ -131,13 +137,24 @@ class Webhooks:
             delivery["status"] = "RETRYING"
             due = clock.now() + BACKOFF[attempt["number"] - 1]
             delivery["next_attempt_at"] = iso(due)
-            self.pending.append((due, delivery, secret))
+            self._queue(due, delivery, secret)
 
     def _http(self):
         if self._client is None:
             import httpx
             self._client = httpx.AsyncClient(timeout=TIMEOUT)
         return self._client
+
+    def stop(self):
+        """Cancel the attempts in flight and close the HTTP client in the background (a retired world)."""
+        for task in list(self.tasks):
+            task.cancel()
+        client, self._client = self._client, None
+        if client is not None:
+            try:
+                asyncio.get_running_loop().create_task(client.aclose())
+            except RuntimeError:                # no loop (in-process tests): nothing is in flight
+                pass
 
     async def close(self):
         for task in list(self.tasks):

@@ -9,10 +9,12 @@ why a sandbox is made by copying a world built once rather than replaying the fi
 """
 
 import copyreg
+import functools
 import io
 import pickle
 
 from .clock import iso
+from .journal import Budget
 
 PROTOCOL = 5
 
@@ -25,7 +27,8 @@ class Shared:
     the pickling itself."""
 
     def __init__(self, settings, spec):
-        self.by_key = {"settings": settings, "spec": spec}
+        self.budget = Budget(settings.journal_memory)    # the journals' memory, shared by every world
+        self.by_key = {"settings": settings, "spec": spec, "journal budget": self.budget, "shared": self}
         for operation_id, operation in spec.operations.items():
             self.by_key[f"op:{operation_id}"] = operation
         self.by_id = {id(obj): key for key, obj in self.by_key.items()}
@@ -88,14 +91,17 @@ class _Thawer(pickle.Unpickler):
 
     def find_class(self, module, name):
         if module == __name__ and name == "shared":
-            return self.shared
+            # not a bound method: the unpickler's memo would hold it, and the unpickler would then be in a
+            # reference cycle with everything it read (freed only by a full collection)
+            return functools.partial(_shared_object, self._keys)
         return super().find_class(module, name)
 
-    def shared(self, key):
-        try:
-            return self._keys[key]
-        except KeyError:
-            raise pickle.UnpicklingError(f"the saved world refers to {key!r}, which this server does not have") from None
+
+def _shared_object(keys, key):
+    try:
+        return keys[key]
+    except KeyError:
+        raise pickle.UnpicklingError(f"the saved world refers to {key!r}, which this server does not have") from None
 
 
 def dumps(obj, shared):

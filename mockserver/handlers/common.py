@@ -1,6 +1,7 @@
 """Small helpers the handler modules share."""
 
 import math
+from itertools import islice
 
 from ..clock import iso
 from ..errors import not_found
@@ -21,7 +22,7 @@ def touch(rt, entry, now):
     entry.data["updated_at"] = iso(now)
     rt.bump(entry)
     if entry.table is not None:
-        entry.table.reindex(entry)
+        rt.store.tables[entry.table].reindex(entry)
 
 
 def bind(fn, *args):
@@ -52,12 +53,15 @@ PAGE_SIZE = 20       # the spec's default page size
 
 def page(ctx, items, view=lambda entry: entry.data):
     """`{"results"}` for a whole list, or one page of it with `pagination` when `page` or `page_size` is asked
-    for (the spec's pagination example). Only the records of the page go through `view`."""
-    items = list(items)
+    for (the spec's pagination example). Only the records of the page go through `view`. `items` may be a
+    list or a store view (`Table.view`): a page then costs what its records cost, not the whole list."""
     if "page" not in ctx.query and "page_size" not in ctx.query:
         return {"results": [view(item) for item in items]}
     number, size = ctx.query.get("page", 1), ctx.query.get("page_size", PAGE_SIZE)
-    chunk = items[(number - 1) * size: number * size]
+    if not hasattr(items, "__len__"):
+        items = list(items)
+    start = (number - 1) * size
+    chunk = items[start:start + size] if isinstance(items, (list, tuple)) else islice(items, start, start + size)
     return {"results": [view(item) for item in chunk],
             "pagination": {"page": number, "page_size": size, "total_count": len(items),
                            "total_pages": math.ceil(len(items) / size)}}

@@ -31,7 +31,7 @@ def project_view(rt, entry):
 
 def list_projects(ctx):
     check_org(ctx, ctx.params["org_id"])
-    return page(ctx, ctx.rt.store.projects.under(ctx.org), lambda entry: project_view(ctx.rt, entry))
+    return page(ctx, ctx.rt.store.projects.view(ctx.org), lambda entry: project_view(ctx.rt, entry))
 
 
 def create_project(ctx):
@@ -72,7 +72,7 @@ def delete_project(ctx):
 # ---------------------------------------------------------------- environments
 def list_environments(ctx):
     project = ctx.rt.store.projects.get(ctx.params["project_id"], ctx.org)
-    return page(ctx, ctx.rt.store.environments.under(project.id))
+    return page(ctx, ctx.rt.store.environments.view(project.id))
 
 
 def create_environment(ctx):

@@ -222,8 +222,7 @@ def commits_of(rt, entry):
     repository = repository_of(entry.data)
     if not repository:
         return []
-    out = rt.fake.commits(repository["url"], repository["branch"], 100, entry.meta["created"])
-    return [{**commit, "created_at": iso(commit["created_at"])} for commit in out]
+    return rt.fake.commits(repository["url"], repository["branch"], 100, entry.meta["created"])
 
 
 # ---------------------------------------------------------------- generic handlers
@@ -246,7 +245,7 @@ def create(ctx, kind):
 
 def list_services(ctx, kind):
     env = ctx.rt.store.environments.get(ctx.params["env_id"], ctx.org)
-    return page(ctx, (e for e in ctx.rt.store.services.under(env.id) if e.meta["kind"] == kind))
+    return page(ctx, ctx.rt.store.services.view(env.id, kind))
 
 
 def get(ctx, kind):

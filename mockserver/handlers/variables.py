@@ -130,13 +130,25 @@ def reference(family, target):
 def key_taken(rt, family, owner_id, key, exclude=()):
     """A key names one record per owner, whatever its type; `exclude` are ids that do not count
     (the record being renamed, or the target of an override, whose key the override carries)."""
-    return any(e.data["key"] == key and e.id not in exclude for e in rt.store.tables[family.table].under(owner_id))
+    return rt.store.tables[family.table].name_taken(owner_id, key, exclude)
 
 
 def visible(rt, family, owner):
-    entries = [e for level in reversed(chain(rt, owner)) for e in rt.store.tables[family.table].under(level.id)]
+    """What an owner sees (its list): the records of its project, environment and itself, an override
+    hiding the record it overrides."""
+    table = rt.store.tables[family.table]
+    entries = [e for level in reversed(chain(rt, owner)) for e in table.view(level.id)]
     hidden = {e.meta["target"] for e in entries if e.data["variable_type"] == "OVERRIDE"}
     return [e for e in entries if e.id not in hidden]
+
+
+def sees(rt, family, owner, entry):
+    """Is `entry` in what `owner` sees? It lives at the owner or above it, and no override placed there
+    hides it (read from the record's own overrides, not from the lists of those places)."""
+    places = {place.id for place in chain(rt, owner)}
+    return entry.parent in places and not any(
+        dependent.data["variable_type"] == "OVERRIDE" and dependent.parent in places
+        for dependent in dependents(rt, family, entry.id))
 
 
 # ---------------------------------------------------------------- handlers
@@ -164,7 +176,7 @@ def _item(ctx, family, level, owned):
     entry = table.find(ident, ctx.org)
     if entry is not None and entry.parent == owner.id:
         return owner, entry
-    seen = entry is not None and any(e is entry for e in visible(ctx.rt, family, owner))
+    seen = entry is not None and sees(ctx.rt, family, owner, entry)
     # a built-in seen through a service's path answers as the platform-managed record it is (409 on change)
     if not seen or (owned and entry.data["variable_type"] != "BUILT_IN"):
         raise not_found(family.reference, ident)
@@ -200,7 +212,7 @@ def edit(ctx, family, level):
         dependent.data[ref_name] = reference(family, entry)
         if dependent.data["variable_type"] == "OVERRIDE":
             dependent.data["key"] = data["key"]
-            dependent.table.reindex(dependent)
+            rt.store.tables[dependent.table].reindex(dependent)
         elif not family.secret:
             dependent.data["value"] = data["value"]
     return data
@@ -250,8 +262,8 @@ def _derive(ctx, family, target, scope, parent, kind, key, value, where=None):
                        f"({target.data['key']}): an {kind.lower()} must be placed where its target is visible "
                        "(the target's owner or below it)",
                        [(parent_at, "outside the variable's scope")])
-    if kind == "OVERRIDE" and any(e.data["variable_type"] == "OVERRIDE" and e.data["key"] == key
-                                  for e in rt.store.tables[family.table].under(parent.id)):
+    if kind == "OVERRIDE" and any(e.data["variable_type"] == "OVERRIDE"
+                                  for e in rt.store.tables[family.table].named(parent.id, key)):
         raise conflict(f"{family.reference} {key} is already overridden at this place")
     if key_taken(rt, family, parent.id, key, exclude=(target.id,) if kind == "OVERRIDE" else ()):
         raise conflict(f"{family.reference} key {key!r} already exists at this scope")
@@ -303,30 +315,35 @@ def _path_service(ctx, kind):
 
 # ---------------------------------------------------------------- built-ins
 def add_built_ins(ctx, service, env):
+    """The platform's variables of a new service, at its environment; the service keeps their ids."""
     kind, short = service.meta["type"], service.id[:8].upper()
     name = service.data["name"]
+    made = []
+
+    def built_in(family, key, value):
+        made.append(make(ctx, family, env, key, value, "BUILT_IN", "BUILT_IN", service=service).id)
+
     if kind == "DATABASE":
         prefix = f"PLATFORM_{service.data['type']}_{short}"
         for key, value in ((f"{prefix}_HOST", service.data["host"]), (f"{prefix}_PORT", str(service.data["port"])),
                            (f"{prefix}_LOGIN", "superuser"), (f"{prefix}_DATABASE_NAME", name)):
-            make(ctx, VARIABLES, env, key, value, "BUILT_IN", "BUILT_IN", service=service)
-        make(ctx, SECRETS, env, f"{prefix}_PASSWORD", ctx.rt.fake.faker.password(length=24), "BUILT_IN",
-             "BUILT_IN", service=service)
-        return
-    prefix = f"PLATFORM_{kind}_{short}"
-    make(ctx, VARIABLES, env, f"{prefix}_HOST_INTERNAL", f"{name}.{env.id[:8]}.svc.cluster.local",
-         "BUILT_IN", "BUILT_IN", service=service)
-    if any(port.get("publicly_accessible") for port in service.data.get("ports") or []):
-        make(ctx, VARIABLES, env, f"{prefix}_HOST_EXTERNAL", f"{name}-{short.lower()}.platform.example",
-             "BUILT_IN", "BUILT_IN", service=service)
+            built_in(VARIABLES, key, value)
+        built_in(SECRETS, f"{prefix}_PASSWORD", ctx.rt.fake.password(24))
+    else:
+        prefix = f"PLATFORM_{kind}_{short}"
+        built_in(VARIABLES, f"{prefix}_HOST_INTERNAL", f"{name}.{env.id[:8]}.svc.cluster.local")
+        if any(port.get("publicly_accessible") for port in service.data.get("ports") or []):
+            built_in(VARIABLES, f"{prefix}_HOST_EXTERNAL", f"{name}-{short.lower()}.platform.example")
+    service.meta["built_ins"] = tuple(made)
 
 
 def remove_built_ins(ctx, service):
     """The built-ins a service put in its environment go with it (with their overrides and aliases)."""
     for family in (VARIABLES, SECRETS):
-        for entry in ctx.rt.store.tables[family.table].under(service.parent):
-            if entry.data["service_id"] == service.id and entry.data["variable_type"] == "BUILT_IN":
-                remove(ctx.rt, family, entry)
+        rows = ctx.rt.store.tables[family.table].rows
+        for ident in service.meta.get("built_ins", ()):
+            if ident in rows:
+                remove(ctx.rt, family, rows[ident])
 
 
 # ---------------------------------------------------------------- operation table

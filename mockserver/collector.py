@@ -1,0 +1,99 @@
+"""The garbage collector of a serving process: how it is kept from pausing requests, and its pauses.
+
+A full collection walks every tracked object of the process; with hundreds of sandboxes that is
+hundreds of thousands of objects and a pause of hundreds of milliseconds. It is not needed for the
+worlds: they hold no reference cycle (runtime.py), so a retired world is freed by reference counting
+the moment the last reference goes. So, once a second, the young generations are collected (that
+frees the young cycles other code makes, in proportion to what is young) and every survivor is moved
+to the permanent generation (`gc.freeze()`, which costs nothing), where collections no longer walk it.
+A collection then only ever walks what is younger than a second. Frozen objects are still freed as
+soon as nothing refers to them; only a cycle formed among objects older than a second would wait,
+and the bench (bench/fleet.py) and tests/test_fleet_memory.py check that serving leaves none.
+
+When much memory was let go (sandboxes deleted, journals trimmed), `release()` asks the C allocator
+to hand free pages back to the system, at most every few seconds, so that the resident size follows.
+
+The pauses of every collection are measured (`gc.callbacks`) and shown by `GET /_mock/health`.
+"""
+
+import ctypes
+import ctypes.util
+import gc
+import time
+
+FREEZE_EVERY = 1.0              # seconds between collect-young-then-freeze
+TRIM_EVERY = 5.0                # seconds between hand-backs of free memory to the system, at most
+THRESHOLDS = (10_000, 50, 1000)
+BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500)   # ms: histogram bounds of the pauses
+
+
+def _malloc_trim():
+    """glibc's malloc_trim, or None where the C library has none (musl, macOS)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+class Collector:
+    def __init__(self, clock=time.monotonic):
+        self.clock = clock
+        self.last_freeze = self.last_trim = clock()
+        self.trim_wanted = False
+        self.started = None
+        self.collections = [0, 0, 0]
+        self.max_ms = [0.0, 0.0, 0.0]
+        self.total_ms = 0.0
+        self.histogram = [0] * (len(BUCKETS) + 1)
+        self._trim = _malloc_trim()
+
+    def install(self):
+        """Take over the process's collector: thresholds, the first freeze, pause measurement."""
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(*THRESHOLDS)
+        gc.callbacks.append(self.observe)
+
+    def uninstall(self):
+        if self.observe in gc.callbacks:
+            gc.callbacks.remove(self.observe)
+
+    def observe(self, phase, info):
+        if phase == "start":
+            self.started = time.perf_counter()
+            return
+        if self.started is None:
+            return
+        took = (time.perf_counter() - self.started) * 1000
+        self.started = None
+        generation = info.get("generation", 2)
+        self.collections[generation] += 1
+        self.max_ms[generation] = max(self.max_ms[generation], took)
+        self.total_ms += took
+        self.histogram[next((i for i, bound in enumerate(BUCKETS) if took <= bound), len(BUCKETS))] += 1
+
+    def tick(self):
+        """Called by the server's background loop (every 50 ms): cheap unless a second has passed."""
+        now = self.clock()
+        if now - self.last_freeze >= FREEZE_EVERY:
+            self.last_freeze = now
+            gc.collect(1)
+            gc.freeze()
+        if self.trim_wanted and now - self.last_trim >= TRIM_EVERY:
+            self.trim_wanted = False
+            self.last_trim = now
+            if self._trim is not None:
+                self._trim(0)
+
+    def release(self):
+        """Much memory was let go: hand free pages back to the system at the next chance."""
+        self.trim_wanted = True
+
+    def describe(self):
+        return {"collections": {f"gen{n}": count for n, count in enumerate(self.collections)},
+                "max_pause_ms": {f"gen{n}": round(ms, 3) for n, ms in enumerate(self.max_ms)},
+                "total_pause_ms": round(self.total_ms, 3),
+                "pauses_ms_at_most": {**{str(bound): count for bound, count in zip(BUCKETS, self.histogram)},
+                                      "more": self.histogram[-1]},
+                "frozen_objects": gc.get_freeze_count()}
