@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test contract container-smoke bench bench-sandboxes scale clean
+.PHONY: serve test contract container-smoke bench bench-sandboxes bench-fleet scale clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,10 @@ scale: $(STAMP)
 
 bench-sandboxes: $(STAMP)
 	$(BIN)/python bench/sandboxes.py $(ARGS)
+
+# Cost at fleet scale, before (a baseline commit) and after: make bench-fleet [ARGS="--only mix --seconds 600 --sandboxes 50"]
+bench-fleet: $(STAMP)
+	$(BIN)/python bench/fleet.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) reports build *.egg-info
