@@ -26,7 +26,7 @@ def run_check(settings):
     from .clock import Clock
     from .fixtures import read_fixtures
     from .handlers import HANDLERS
-    from .runtime import Runtime
+    from .handlers.fixtures import fresh_world
     from .scenarios import Scenarios
     from .spec import Spec
 
@@ -36,7 +36,7 @@ def run_check(settings):
     problems += [f"document: operation {op} has no handler" for op in missing]
     try:
         fixtures = read_fixtures(settings.fixtures, spec)
-        Runtime(settings, Clock("manual"), fixtures)
+        fresh_world(settings, Clock("manual"), fixtures)
     except (FixtureError, ApiError, OSError) as error:
         problems += problems_of(error)
     scenarios = Scenarios(spec, settings.seed)

@@ -1,8 +1,10 @@
 """Command line: `mockserver serve`, `mockserver check` and `mockserver export`.
 
-Options may also come from the environment (the container sets them there); ENVIRONMENT
-lists the variables of each option and `--help` prints them. A problem with an option, a
-fixture or a scenario is reported in one line per problem and a non-zero exit, never a traceback.
+Every option of `serve` and `check` is a row of one table (OPTIONS): its flag, the environment
+variables that may set it (the container sets them there; the first one set wins, and the
+command line wins over all), how its text is read, its default and its help. A value that
+cannot be read is one clear line naming the option or the variable and a non-zero exit, as is
+a problem with a fixture or a scenario: never a traceback.
 """
 
 import argparse
@@ -10,107 +12,155 @@ import os
 import platform
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__, cors
 from .accesslog import FORMATS
 from .settings import Settings, default_fixtures, parse_rate, parse_size
 
-# option -> the environment variables that set it (the first one set wins); the first three serve `check` too
-ENVIRONMENT = {
-    "--fixtures": ("MOCKSERVER_FIXTURES",),
-    "--scenario": ("MOCKSERVER_SCENARIOS",),
-    "--seed": ("MOCKSERVER_SEED",),
-    "--host": ("MOCKSERVER_HOST", "HOST", "UVICORN_HOST"),
-    "--port": ("MOCKSERVER_PORT", "PORT", "UVICORN_PORT"),
-    "--rate-limit": ("MOCKSERVER_RATE_LIMIT",),
-    "--clock": ("MOCKSERVER_CLOCK",),
-    "--speed": ("MOCKSERVER_SPEED",),
-    "--journal-size": ("MOCKSERVER_JOURNAL_SIZE",),
-    "--journal-memory": ("MOCKSERVER_JOURNAL_MEMORY",),
-    "--journal-body-limit": ("MOCKSERVER_JOURNAL_BODY_LIMIT",),
-    "--max-body": ("MOCKSERVER_MAX_BODY",),
-    "--jwt-secret": ("MOCKSERVER_JWT_SECRET",),
-    "--log-level": ("MOCKSERVER_LOG_LEVEL",),
-    "--cors-origins": ("MOCKSERVER_CORS_ORIGINS",),
-    "--access-log": ("MOCKSERVER_ACCESS_LOG",),
-    "--log-format": ("MOCKSERVER_LOG_FORMAT",),
-    "--max-sandboxes": ("MOCKSERVER_MAX_SANDBOXES",),
-    "--sandbox-ttl": ("MOCKSERVER_SANDBOX_TTL",),
-    "--sleep-after": ("MOCKSERVER_SLEEP_AFTER",),
-    "--control-token": ("MOCKSERVER_CONTROL_TOKEN",),
-    "--replica-name": ("MOCKSERVER_REPLICA",),
-    "--state-file": ("MOCKSERVER_STATE_FILE",),
-    "--save-interval": ("MOCKSERVER_SAVE_INTERVAL",),
-}
-NOTES = {"--scenario": "a folder, or files separated by ':'", "--access-log": "1/true/yes/on or 0/false/no/off"}
+
+# ---------------------------------------------------------------- how option values are read
+def whole(text):
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"must be a whole number, not {text!r}") from None
 
 
-def _env(*names, default=None):
-    for name in names:
-        if os.environ.get(name):
-            return os.environ[name]
-    return default
+def number(text):
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"must be a number, not {text!r}") from None
 
 
-def _scenario_paths(values):
+def positive(kind):
+    def read(text):
+        value = kind(text)
+        if value <= 0:
+            raise ValueError(f"must be greater than 0, not {text}")
+        return value
+    return read
+
+
+def non_negative(kind):
+    def read(text):
+        value = kind(text)
+        if value < 0:
+            raise ValueError(f"must be 0 or more, not {text}")
+        return value
+    return read
+
+
+def one_of(*choices):
+    def read(text):
+        if text not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}, not {text!r}")
+        return text
+    return read
+
+
+def flag(text):
+    words = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+    if str(text).strip().lower() not in words:
+        raise ValueError(f"must be one of {', '.join(words)}, not {text!r}")
+    return words[str(text).strip().lower()]
+
+
+def origins(text):
+    cors.parse(text)
+    return text
+
+
+def scenario_paths(text):
+    """A scenario file, a folder of them, or several separated by ':'."""
     out = []
-    for value in values:
-        for part in str(value).split(":"):
-            if not part:
-                continue
+    for part in str(text).split(":"):
+        if part:
             path = Path(part)
             out += sorted(path.glob("*.y*ml")) if path.is_dir() else [path]
     return out
 
 
-def _positive(kind):
-    def parse(text):
-        value = kind(text)
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be greater than 0, not {text}")
-        return value
-    return parse
+def port(text):
+    value = whole(text)
+    if not 0 <= value <= 65535:
+        raise ValueError(f"must be a port number from 0 to 65535, not {text}")
+    return value
 
 
-def _non_negative(kind):
-    def parse(text):
-        value = kind(text)
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
-        return value
-    return parse
+@dataclass(frozen=True)
+class Option:
+    flag: str
+    env: tuple
+    read: object              # text -> value; raises ValueError naming the problem
+    default: object           # the value when neither the command line nor the environment gives one
+    help: str
+    metavar: str = None
+    commands: tuple = ("serve",)
+
+    @property
+    def dest(self):
+        return self.flag[2:].replace("-", "_")
 
 
-def _rate(text):
-    try:
-        return parse_rate(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+OPTIONS = (
+    Option("--fixtures", ("MOCKSERVER_FIXTURES",), Path, None, "folder of fixture YAML files (default: the "
+           "embedded defaults)", "DIR", ("serve", "check")),
+    Option("--scenario", ("MOCKSERVER_SCENARIOS",), scenario_paths, [], "scenario file or folder of them to "
+           "activate; repeatable (the variable: files or folders separated by ':')", "PATH", ("serve", "check")),
+    Option("--seed", ("MOCKSERVER_SEED",), whole, 1, "seed of generated ids and fake data (default 1)", "N",
+           ("serve", "check")),
+    Option("--host", ("MOCKSERVER_HOST", "HOST", "UVICORN_HOST"), str, "127.0.0.1",
+           "address to listen on (default 127.0.0.1; 0.0.0.0 in a container)", "ADDRESS"),
+    Option("--port", ("MOCKSERVER_PORT", "PORT", "UVICORN_PORT"), port, 8080, "port to listen on (default 8080)",
+           "PORT"),
+    Option("--rate-limit", ("MOCKSERVER_RATE_LIMIT",), parse_rate, None, "requests per window per token, e.g. "
+           "1000/3600, 5/10s, 100/1m (default: the fixtures' rate_limit, else 1000/3600)", "N/WINDOW"),
+    Option("--clock", ("MOCKSERVER_CLOCK",), one_of("real", "manual"), "real", "real: progressions follow the "
+           "wall clock; manual: only POST /_mock/clock/advance moves it (default real)", "real|manual"),
+    Option("--speed", ("MOCKSERVER_SPEED",), positive(number), 1.0, "divide every step duration by this "
+           "factor (default 1)", "FACTOR"),
+    Option("--journal-size", ("MOCKSERVER_JOURNAL_SIZE",), positive(whole), 10000, "calls kept in each "
+           "sandbox's journal (default 10000)", "N"),
+    Option("--journal-memory", ("MOCKSERVER_JOURNAL_MEMORY",), parse_size, 256 * 1024 ** 2, "memory all "
+           "journals may hold together, e.g. 256MiB (default); past it the sandboxes holding most give up their "
+           "oldest calls, counted as dropped", "SIZE"),
+    Option("--journal-body-limit", ("MOCKSERVER_JOURNAL_BODY_LIMIT",), parse_size, 64 * 1024, "a request or "
+           "reply body longer than this is journaled cut, and the call says so (default 64KiB)", "SIZE"),
+    Option("--max-body", ("MOCKSERVER_MAX_BODY",), positive(whole), 16 * 1024 ** 2, "largest request body "
+           "accepted; a larger one is a 413 (default 16 MiB)", "BYTES"),
+    Option("--jwt-secret", ("MOCKSERVER_JWT_SECRET",), str, "mock-jwt-secret", "secret that signs and checks "
+           "the JWTs the mock accepts (HS256; default mock-jwt-secret)", "SECRET"),
+    Option("--log-level", ("MOCKSERVER_LOG_LEVEL",), one_of("critical", "error", "warning", "info", "debug"),
+           "warning", "level of the server's own log (default warning)", "LEVEL"),
+    Option("--cors-origins", ("MOCKSERVER_CORS_ORIGINS",), origins, "*", "origins browser pages may call "
+           "from: * (default), a comma list such as http://localhost:3000,http://localhost:*, or off", "ORIGINS"),
+    Option("--access-log", ("MOCKSERVER_ACCESS_LOG",), flag, False, "one line per API call on stdout "
+           "(default off; the variable: 1/true/yes/on or 0/false/no/off)"),
+    Option("--log-format", ("MOCKSERVER_LOG_FORMAT",), one_of(*FORMATS), "text", "of the access log: text "
+           "(default) or json, one object a line", "text|json"),
+    Option("--max-sandboxes", ("MOCKSERVER_MAX_SANDBOXES",), positive(whole), 1000, "sandboxes that may exist "
+           "at once; one more is refused (default 1000)", "N"),
+    Option("--sandbox-ttl", ("MOCKSERVER_SANDBOX_TTL",), positive(number), 3600.0, "seconds an idle sandbox "
+           "lives, on the wall clock (default 3600)", "SECONDS"),
+    Option("--sleep-after", ("MOCKSERVER_SLEEP_AFTER",), non_negative(number), 30.0, "seconds after which an "
+           "idle sandbox with nothing under way is kept compressed in memory until its next request (about a "
+           "tenth of the memory; 0: never; default 30)", "SECONDS"),
+    Option("--control-token", ("MOCKSERVER_CONTROL_TOKEN",), str, None, "require 'Authorization: Bearer "
+           "<token>' on every /_mock route but health", "TOKEN"),
+    Option("--replica-name", ("MOCKSERVER_REPLICA",), str, None, "name of this replica behind a router: in "
+           "/_mock/health and X-Mock-Replica", "NAME"),
+    Option("--state-file", ("MOCKSERVER_STATE_FILE",), str, None, "keep every sandbox and snapshot in this "
+           "file across restarts", "PATH"),
+    Option("--save-interval", ("MOCKSERVER_SAVE_INTERVAL",), positive(number), 5.0, "seconds between saves of "
+           "the state file when something changed (default 5)", "SECONDS"),
+)
+ENVIRONMENT = {option.flag: option.env for option in OPTIONS}
 
 
-def _size(text):
-    try:
-        return parse_size(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _flag(text):
-    words = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
-    if str(text).strip().lower() not in words:
-        raise ValueError(f"MOCKSERVER_ACCESS_LOG must be one of {', '.join(words)}, not {text!r}")
-    return words[str(text).strip().lower()]
-
-
-def _origins(text):
-    try:
-        cors.parse(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-    return text
-
-
+# ---------------------------------------------------------------- the parser
 def document_version():
     """info.version of the API document (read from its head, without loading the whole document)."""
     from .spec import DOCUMENT
@@ -132,108 +182,118 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+def argument_type(option):
+    """The option's reader as argparse wants it (its error becomes argparse's one-line message)."""
+    def read(text):
+        try:
+            return option.read(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    read.__name__ = option.dest
+    return read
+
+
 def epilog(options):
     """The environment variables of `options`, one line each, for --help."""
     lines = ["environment variables (an option given on the command line wins):"]
-    for option in options:
-        names = ", ".join(ENVIRONMENT[option])
-        note = f" ({NOTES[option]})" if option in NOTES else ""
-        lines.append(f"  {names:<44} {option}{note}")
+    lines += [f"  {', '.join(option.env):<44} {option.flag}" for option in options]
     return "\n".join(lines)
+
+
+def command_parser(commands, name, text):
+    options = [option for option in OPTIONS if name in option.commands]
+    sub = commands.add_parser(name, help=text, description=text, epilog=epilog(options),
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    for option in options:
+        if option.read is flag:
+            sub.add_argument(option.flag, action=argparse.BooleanOptionalAction, default=None, help=option.help)
+        elif option.flag == "--scenario":
+            sub.add_argument(option.flag, action="append", type=argument_type(option), default=None,
+                             metavar=option.metavar, help=option.help)
+        else:
+            sub.add_argument(option.flag, type=argument_type(option), default=None, metavar=option.metavar,
+                             help=option.help)
+    return sub
+
+
+def export_parser(commands):
+    sub = commands.add_parser("export", help="write a running mock's state as a fixtures file",
+                              formatter_class=argparse.RawDescriptionHelpFormatter,
+                              epilog="environment variables (an option given on the command line wins):\n"
+                                     "  MOCKSERVER_URL            --url\n  MOCKSERVER_CONTROL_TOKEN  --control-token")
+    sub.add_argument("--url", default=os.environ.get("MOCKSERVER_URL"), required=not os.environ.get("MOCKSERVER_URL"),
+                     help="base URL of the running mock (default: MOCKSERVER_URL)")
+    sub.add_argument("--sandbox", help="export this sandbox instead of the default one")
+    sub.add_argument("--include-secrets", action="store_true",
+                     help="write secret values in clear instead of placeholders (never commit the result)")
+    sub.add_argument("--control-token", default=os.environ.get("MOCKSERVER_CONTROL_TOKEN"),
+                     help="token of the control API, when the mock requires one")
+    sub.add_argument("-o", "--output", type=Path, help="file to write (default: standard output; a missing "
+                                                       "folder is created)")
 
 
 def parser():
     top = argparse.ArgumentParser(prog="mockserver", description=__doc__.split("\n")[0],
                                   formatter_class=argparse.RawDescriptionHelpFormatter,
-                                  epilog=epilog(ENVIRONMENT) + "\n\n`mockserver serve --help` and "
-                                                              "`mockserver check --help` list their options.")
+                                  epilog=epilog(OPTIONS) + "\n\n`mockserver serve --help`, `mockserver check "
+                                                           "--help` and `mockserver export --help` list their options.")
     top.add_argument("--version", action=_Version, help="print the package, API document and Python versions")
     commands = top.add_subparsers(dest="command", required=True)
-    for name, text in (("serve", "run the mock server"), ("check", "check the document, fixtures and scenarios")):
-        sub = commands.add_parser(name, help=text, description=text,
-                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-        sub.add_argument("--fixtures", type=Path, default=Path(_env(*ENVIRONMENT["--fixtures"],
-                                                                    default=default_fixtures())),
-                         help="folder of fixture YAML files (default: the embedded defaults)")
-        sub.add_argument("--scenario", action="append", default=[], metavar="FILE",
-                         help="scenario file (or folder of them) to activate; repeatable")
-        sub.add_argument("--seed", type=int, default=int(_env(*ENVIRONMENT["--seed"], default=1)),
-                         help="seed of generated ids and fake data (default 1)")
-        if name == "check":
-            sub.epilog = epilog(("--fixtures", "--scenario", "--seed"))
-        if name == "serve":
-            sub.epilog = epilog(ENVIRONMENT)
-            sub.add_argument("--host", default=_env(*ENVIRONMENT["--host"], default="127.0.0.1"))
-            sub.add_argument("--port", type=int, default=int(_env(*ENVIRONMENT["--port"], default=8080)))
-            sub.add_argument("--rate-limit", type=_rate, default=None, metavar="N/WINDOW",
-                             help="requests per window per token, e.g. 1000/3600, 5/10s, 100/1m "
-                                  "(default: the fixtures' rate_limit, else 1000/3600)")
-            sub.add_argument("--clock", choices=("real", "manual"),
-                             default=_env(*ENVIRONMENT["--clock"], default="real"),
-                             help="real: progressions follow the wall clock; manual: only POST /_mock/clock/advance")
-            sub.add_argument("--speed", type=_positive(float), default=float(_env(*ENVIRONMENT["--speed"], default=1)),
-                             help="divide every step duration by this factor (default 1)")
-            sub.add_argument("--journal-size", type=_positive(int),
-                             default=int(_env(*ENVIRONMENT["--journal-size"], default=10000)),
-                             help="calls kept in each sandbox's journal (default 10000)")
-            sub.add_argument("--journal-memory", type=_size, metavar="SIZE",
-                             default=_env(*ENVIRONMENT["--journal-memory"], default="256MiB"),
-                             help="memory all journals may hold together, e.g. 256MiB (default); past it the "
-                                  "sandboxes holding most give up their oldest calls, counted as dropped")
-            sub.add_argument("--journal-body-limit", type=_size, metavar="SIZE",
-                             default=_env(*ENVIRONMENT["--journal-body-limit"], default="64KiB"),
-                             help="a request or reply body longer than this is journaled cut, and the call "
-                                  "says so (default 64KiB)")
-            sub.add_argument("--max-body", type=_positive(int), metavar="BYTES",
-                             default=int(_env(*ENVIRONMENT["--max-body"], default=16 * 1024 * 1024)),
-                             help="largest request body accepted; a larger one is a 413 (default 16 MiB)")
-            sub.add_argument("--jwt-secret", default=_env(*ENVIRONMENT["--jwt-secret"], default="mock-jwt-secret"))
-            sub.add_argument("--log-level", default=_env(*ENVIRONMENT["--log-level"], default="warning"),
-                             choices=("critical", "error", "warning", "info", "debug"))
-            sub.add_argument("--cors-origins", type=_origins, default=_env(*ENVIRONMENT["--cors-origins"], default="*"),
-                             metavar="ORIGINS", help="origins browser pages may call from: * (default), a comma "
-                             "list such as http://localhost:3000,http://localhost:*, or off")
-            sub.add_argument("--access-log", action=argparse.BooleanOptionalAction,
-                             default=_flag(_env(*ENVIRONMENT["--access-log"], default="off")),
-                             help="one line per API call on stdout (default off)")
-            sub.add_argument("--log-format", choices=FORMATS,
-                             default=_env(*ENVIRONMENT["--log-format"], default="text"),
-                             help="of the access log: text (default) or json, one object a line")
-            sub.add_argument("--max-sandboxes", type=_positive(int),
-                             default=int(_env(*ENVIRONMENT["--max-sandboxes"], default=1000)),
-                             help="sandboxes that may exist at once; one more is refused (default 1000)")
-            sub.add_argument("--sandbox-ttl", type=_positive(float),
-                             default=float(_env(*ENVIRONMENT["--sandbox-ttl"], default=3600)),
-                             help="seconds an idle sandbox lives, on the wall clock (default 3600)")
-            sub.add_argument("--sleep-after", type=_non_negative(float),
-                             default=float(_env(*ENVIRONMENT["--sleep-after"], default=30)),
-                             help="seconds after which an idle sandbox with nothing under way is kept compressed "
-                                  "in memory until its next request (about a tenth of the memory; 0: never; "
-                                  "default 30)")
-            sub.add_argument("--control-token", default=_env(*ENVIRONMENT["--control-token"]),
-                             help="require 'Authorization: Bearer <token>' on every /_mock route but health")
-            sub.add_argument("--state-file", default=_env(*ENVIRONMENT["--state-file"]), metavar="PATH",
-                             help="keep every sandbox and snapshot in this file across restarts")
-            sub.add_argument("--save-interval", type=_positive(float),
-                             default=float(_env(*ENVIRONMENT["--save-interval"], default=5)),
-                             help="seconds between saves of the state file when something changed (default 5)")
-            sub.add_argument("--replica-name", default=_env(*ENVIRONMENT["--replica-name"]),
-                             help="name of this replica behind a router: in /_mock/health and X-Mock-Replica")
-    sub = commands.add_parser("export", help="write a running mock's state as a fixtures file",
-                              formatter_class=argparse.RawDescriptionHelpFormatter,
-                              epilog="environment variables (an option given on the command line wins):\n"
-                                     "  MOCKSERVER_URL            --url\n  MOCKSERVER_CONTROL_TOKEN  --control-token")
-    sub.add_argument("--url", default=_env("MOCKSERVER_URL"), required=not _env("MOCKSERVER_URL"),
-                     help="base URL of the running mock (default: MOCKSERVER_URL)")
-    sub.add_argument("--sandbox", help="export this sandbox instead of the default one")
-    sub.add_argument("--include-secrets", action="store_true",
-                     help="write secret values in clear instead of placeholders (never commit the result)")
-    sub.add_argument("--control-token", default=_env("MOCKSERVER_CONTROL_TOKEN"),
-                     help="token of the control API, when the mock requires one")
-    sub.add_argument("-o", "--output", type=Path, help="file to write (default: standard output)")
+    command_parser(commands, "serve", "run the mock server")
+    command_parser(commands, "check", "check the document, fixtures and scenarios")
+    export_parser(commands)
     return top
 
 
+# ---------------------------------------------------------------- from arguments and environment to settings
+def value_of(option, args):
+    """The command line's value, else the first environment variable set, else the default; a variable
+    that cannot be read is a ValueError naming it."""
+    given = getattr(args, option.dest, None)
+    if given is not None:
+        return [path for paths in given for path in paths] if option.flag == "--scenario" else given
+    for name in option.env:
+        text = os.environ.get(name)
+        if text:
+            try:
+                return option.read(text)
+            except ValueError as error:
+                raise ValueError(f"{name}={text[:200]!r}: {error} (it sets {option.flag})") from None
+    return default_fixtures() if option.flag == "--fixtures" else option.default
+
+
+def settings_from(args):
+    settings = Settings()
+    for option in OPTIONS:
+        if args.command not in option.commands:
+            continue
+        value = value_of(option, args)
+        if option.flag == "--rate-limit":
+            if value is not None:
+                settings.rate_limit, settings.rate_window = value
+        elif option.flag == "--scenario":
+            settings.scenarios = list(value)
+        else:
+            setattr(settings, option.dest, value)
+    return settings
+
+
+def main(argv=None):
+    try:
+        args = parser().parse_args(argv)
+        if args.command == "export":
+            return export(args)
+        settings = settings_from(args)
+    except ValueError as error:
+        print(f"mockserver: {error}", file=sys.stderr)
+        return 2
+    if args.command == "check":
+        from .check import run_check
+        return run_check(settings)
+    return serve(settings)
+
+
+# ---------------------------------------------------------------- the commands
 def export(args):
     """GET /_mock/state/export of a running mock, to a file or standard output; exit 2 on any failure."""
     import httpx
@@ -258,50 +318,13 @@ def export(args):
         sys.stdout.write(reply.text)
         return 0
     try:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(reply.text)
     except OSError as error:
         print(f"mockserver export: cannot write {args.output}: {error.strerror or error}", file=sys.stderr)
         return 2
     print(f"mockserver export: wrote {args.output}", file=sys.stderr)
     return 0
-
-
-def settings_from(args):
-    settings = Settings(fixtures=args.fixtures, seed=args.seed,
-                        scenarios=_scenario_paths(args.scenario or [_env(*ENVIRONMENT["--scenario"], default="")]))
-    if args.command == "serve":
-        settings.host, settings.port, settings.clock = args.host, args.port, args.clock
-        settings.speed, settings.journal_size, settings.max_body = args.speed, args.journal_size, args.max_body
-        settings.journal_memory, settings.journal_body_limit = args.journal_memory, args.journal_body_limit
-        settings.jwt_secret, settings.log_level = args.jwt_secret, args.log_level
-        settings.max_sandboxes, settings.sandbox_ttl = args.max_sandboxes, args.sandbox_ttl
-        settings.sleep_after = args.sleep_after
-        settings.control_token, settings.replica_name = args.control_token or None, args.replica_name or None
-        settings.state_file, settings.save_interval = args.state_file or None, args.save_interval
-        settings.cors_origins, settings.access_log, settings.log_format = (args.cors_origins, args.access_log,
-                                                                           args.log_format)
-        if args.log_format not in FORMATS:
-            raise ValueError(f"MOCKSERVER_LOG_FORMAT must be one of {', '.join(FORMATS)}, not {args.log_format!r}")
-        from_env = _env(*ENVIRONMENT["--rate-limit"])
-        rate = args.rate_limit or (parse_rate(from_env) if from_env else None)
-        if rate:
-            settings.rate_limit, settings.rate_window = rate
-    return settings
-
-
-def main(argv=None):
-    try:
-        args = parser().parse_args(argv)
-        if args.command == "export":
-            return export(args)
-        settings = settings_from(args)
-    except ValueError as error:
-        print(f"mockserver: {error}", file=sys.stderr)
-        return 2
-    if args.command == "check":
-        from .check import run_check
-        return run_check(settings)
-    return serve(settings)
 
 
 def serve(settings):

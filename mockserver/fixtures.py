@@ -4,8 +4,8 @@
 keys (an organization whose id appears in several files is one organization: its lists are
 joined in file order), and checks each entry against the request schema of the API operation that would
 create it; every problem is reported (file, entry and message) before anything loads.
-`load_into(runtime, data)` then creates the records through the same handlers as API
-calls, so the platform's rules (unique names, registry kinds, variable scopes) hold.
+`handlers/fixtures.py` then creates the records through the same handlers as API calls, so
+the platform's rules (unique names, registry kinds, variable scopes) hold.
 """
 
 from datetime import datetime
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from .auth import GRANTS, Token
+from .auth import GRANTS
 from .settings import parse_rate
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -158,7 +158,7 @@ def _check_token(token):
             if s not in GRANTS]
     if "expires_at" in token:
         try:
-            _timestamp(token["expires_at"])
+            timestamp(token["expires_at"])
         except ValueError:
             out.append(f"expires_at {token['expires_at']!r} is not an ISO 8601 date-time")
     if "rate_limit" in token:
@@ -169,22 +169,9 @@ def _check_token(token):
     return out
 
 
-def _timestamp(value):
+def timestamp(value):
     if isinstance(value, (int, float)):
         return float(value)
     if isinstance(value, datetime):
         return value.timestamp()
     return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
-
-
-# ---------------------------------------------------------------- loading
-def load_into(rt, data):
-    from .handlers.fixtures import Loader
-    if rt.settings.rate_limit is None and "rate_limit" in data:
-        rt.limiter.limit, rt.limiter.window = data["rate_limit"]
-    Loader(rt).load(data["organizations"])
-    for item in data["tokens"]:
-        rt.add_token(Token(name=item["name"], value=item["value"], organization=item["organization"],
-                           scopes=list(item["scopes"]),
-                           expires_at=_timestamp(item["expires_at"]) if "expires_at" in item else None,
-                           rate_limit=parse_rate(item["rate_limit"]) if "rate_limit" in item else None))

@@ -12,8 +12,8 @@ that sandbox. The routes here give it what the rest of the control API does not:
                                        clusters, registries, webhooks, with counts
     POST /_mock/scenarios              activate a YAML scenario under the name it declares
 
-Handlers reach the runtime through `Inspector.runtime_of(request)` and the clock through
-`Inspector.clock_of(request)` only.
+The route functions sit in control.py's route table; they reach the world of the request's
+sandbox through `runtime_of(request)` only.
 """
 
 import math
@@ -22,7 +22,6 @@ from pathlib import Path
 
 import orjson
 from starlette.responses import RedirectResponse, Response
-from starlette.routing import Route
 
 from .clock import iso
 from .errors import ApiError
@@ -156,137 +155,127 @@ def node(store, table, entry):
     return out
 
 
-# ------------------------------------------------------------ the routes
+# ------------------------------------------------------------ the routes (in control.py's table)
+def runtime_of(request):
+    """The world of the request's sandbox (chosen in app.py): every read of the inspector goes through here."""
+    return request.scope["mock.runtime"]
 
 
-class Inspector:
-    """The inspector's routes over one server; `routes` goes into the control API's route table."""
+async def page(request):
+    return asset_response("index.html")
 
-    def __init__(self, server):
-        self.server = server
-        self.routes = [
-            Route("/_mock/ui", self.page, methods=["GET"]),
-            Route("/_mock/ui/", self.page_slash, methods=["GET"]),
-            Route("/_mock/ui/{file}", self.asset, methods=["GET"]),
-            Route("/_mock/calls/rows", self.call_rows, methods=["GET"]),
-            Route("/_mock/calls/{id:int}", self.call, methods=["GET"]),
-            Route("/_mock/deployments", self.deployments, methods=["GET"]),
-            Route("/_mock/state/tree", self.state_tree, methods=["GET"]),
-            Route("/_mock/scenarios", self.activate_scenario, methods=["POST"]),
-        ]
 
-    @staticmethod
-    def runtime_of(request):
-        """The world of the request's sandbox (chosen in app.py)."""
-        return request.scope["mock.runtime"]
+async def page_slash(request):
+    return RedirectResponse("../ui", status_code=308)
 
-    def scenarios_of(self, request):
-        return self.runtime_of(request).scenarios
 
-    def clock_of(self, request):
-        """The clock of the request's world: every clock read of the inspector goes through here."""
-        return self.runtime_of(request).clock
+async def asset(request):
+    name = request.path_params["file"]
+    if name not in ASSETS:
+        raise ApiError(404, f"no inspector file {name}; files are {', '.join(ASSETS)}")
+    return asset_response(name)
 
-    async def page(self, request):
-        return asset_response("index.html")
 
-    async def page_slash(self, request):
-        return RedirectResponse("../ui", status_code=308)
+async def call_rows(request):
+    """Rows of the journal (no headers or bodies), newest first: `before`/`since` page by call id."""
+    params = request.query_params
+    unknown = set(params) - set(ROW_FILTERS) - {"text", "before", "since", "limit"}
+    if unknown:
+        raise ApiError(400, f"unknown parameter(s) {', '.join(sorted(unknown))}; use "
+                            f"{', '.join(ROW_FILTERS)}, text, before, since, limit")
+    wanted = {name: params[name] for name in ROW_FILTERS if params.get(name)}
+    needle = (params.get("text") or "").strip().lower()
+    before = whole_number(params, "before")
+    since = whole_number(params, "since", 0)
+    limit = whole_number(params, "limit", PAGE, MAX_PAGE)
+    journal = runtime_of(request).journal
+    matching = [call for call in journal.entries
+                if call.id > since and not (wanted and mismatches(call, wanted))
+                and not (needle and not contains(call, needle))]
+    end = len(matching) if before is None else bisect_left(matching, before, key=lambda call: call.id)
+    shown = matching[max(0, end - limit):end] if limit else []
+    return reply({"total": len(matching), "newer": len(matching) - end, "journal_total": len(journal.entries),
+                  "dropped": journal.dropped, "last_id": journal.next_id - 1,
+                  "results": [row(call) for call in reversed(shown)]})
 
-    async def asset(self, request):
-        name = request.path_params["file"]
-        if name not in ASSETS:
-            raise ApiError(404, f"no inspector file {name}; files are {', '.join(ASSETS)}")
-        return asset_response(name)
 
-    async def call_rows(self, request):
-        """Rows of the journal (no headers or bodies), newest first: `before`/`since` page by call id."""
-        params = request.query_params
-        unknown = set(params) - set(ROW_FILTERS) - {"text", "before", "since", "limit"}
-        if unknown:
-            raise ApiError(400, f"unknown parameter(s) {', '.join(sorted(unknown))}; use "
-                                f"{', '.join(ROW_FILTERS)}, text, before, since, limit")
-        wanted = {name: params[name] for name in ROW_FILTERS if params.get(name)}
-        needle = (params.get("text") or "").strip().lower()
-        before = whole_number(params, "before")
-        since = whole_number(params, "since", 0)
-        limit = whole_number(params, "limit", PAGE, MAX_PAGE)
-        journal = self.runtime_of(request).journal
-        matching = [entry for entry in journal.entries
-                    if entry.id > since and not (wanted and mismatches(entry, wanted))
-                    and not (needle and not contains(entry, needle))]
-        end = len(matching) if before is None else bisect_left(matching, before, key=lambda entry: entry.id)
-        shown = matching[max(0, end - limit):end] if limit else []
-        return reply({"total": len(matching), "newer": len(matching) - end, "journal_total": len(journal.entries),
-                      "dropped": journal.dropped, "last_id": journal.next_id - 1,
-                      "results": [row(entry) for entry in reversed(shown)]})
+async def call(request):
+    ident = request.path_params["id"]
+    rt = runtime_of(request)
+    entries = rt.journal.entries
+    index = bisect_left(entries, ident, key=lambda entry: entry.id)
+    if index == len(entries) or entries[index].id != ident:
+        raise ApiError(404, f"call {ident} is not in the journal")
+    return reply(rt.journal.render(entries[index], rt.webhooks.caused_by(ident)))
 
-    async def call(self, request):
-        ident = request.path_params["id"]
-        rt = self.runtime_of(request)
-        entries = rt.journal.entries
-        index = bisect_left(entries, ident, key=lambda entry: entry.id)
-        if index == len(entries) or entries[index].id != ident:
-            raise ApiError(404, f"call {ident} is not in the journal")
-        return reply(rt.journal.render(entries[index], rt.webhooks.caused_by(ident)))
 
-    async def deployments(self, request):
-        rt, clock = self.runtime_of(request), self.clock_of(request)
-        now = clock.now()
-        store = rt.store
-        groups = {}
-        for env in store.environments.rows.values():
-            project = store.projects.find(env.parent)
-            groups[env.id] = {"kind": "environment", "id": env.id, "name": env.data.get("name"),
-                              "project": {"id": project.id, "name": project.data.get("name")} if project else None,
-                              "organization": env.org,
-                              "lanes": [{"id": s.id, "name": s.data.get("name"), "type": s.meta.get("type")}
-                                        for s in store.services.under(env.id)],
-                              "requests": []}
-        for target, history in rt.lifecycle.by_target.items():
-            for index, item in enumerate(history):
-                group = groups.get(item.queue)
-                if group is None:
-                    cluster = store.clusters.find(item.queue)
-                    group = groups[item.queue] = {
-                        "kind": "cluster", "id": item.queue, "name": cluster.data.get("name") if cluster else item.name,
-                        "project": None, "organization": item.org,
-                        "lanes": [{"id": item.queue, "name": item.name, "type": "CLUSTER"}], "requests": []}
-                if not any(lane["id"] == target for lane in group["lanes"]):
-                    group["lanes"].append({"id": target, "name": item.name, "type": item.service_type or "CLUSTER"})
-                following = history[index + 1].created_at if index + 1 < len(history) else None
-                group["requests"].append(timeline(item, now, following))
-        for group in groups.values():
-            group["requests"].sort(key=lambda r: (r["created_at"], r["number"]))
-            group["queue"] = [r["id"] for r in group["requests"] if r["in_queue"]]
-        ordered = sorted(groups.values(), key=lambda g: (g["kind"] != "environment", not g["requests"],
-                                                        (g["project"] or {}).get("name") or "", g["name"] or ""))
-        return reply({"clock": clock.describe(), "results": ordered})
+def environment_groups(store):
+    """A group per environment, its services as lanes, before any request is placed."""
+    groups = {}
+    for env in store.environments.rows.values():
+        project = store.projects.find(env.parent)
+        groups[env.id] = {"kind": "environment", "id": env.id, "name": env.data.get("name"),
+                          "project": {"id": project.id, "name": project.data.get("name")} if project else None,
+                          "organization": env.org,
+                          "lanes": [{"id": s.id, "name": s.data.get("name"), "type": s.meta.get("type")}
+                                    for s in store.services.under(env.id)],
+                          "requests": []}
+    return groups
 
-    async def state_tree(self, request):
-        store = self.runtime_of(request).store
-        organizations = []
-        for org in store.organizations.rows.values():
-            item = node(store, "organizations", org)
-            item["projects"] = [node(store, "projects", p) for p in store.projects.under(org.id)]
-            for table in ORG_TABLES:
-                item[table] = [node(store, table, e) for e in store.tables[table].under(org.id)]
-            environments = [e for p in item["projects"] for e in p["environments"]]
-            item["counts"] = {"projects": len(item["projects"]), "environments": len(environments),
-                              "services": sum(len(e["services"]) for e in environments),
-                              **{table: len(item[table]) for table in ORG_TABLES}}
-            organizations.append(item)
-        return reply({"counts": store.count(), "organizations": organizations})
 
-    async def activate_scenario(self, request):
-        """Activate a YAML (or JSON) scenario under the name it declares; errors name their line."""
-        scenarios = self.scenarios_of(request)
-        text = (await request.body()).decode("utf-8", errors="replace")
-        if not text.strip():
-            raise ApiError(400, "body: a scenario document (YAML or JSON) is required")
-        try:
-            name = scenarios.load_text(text, "POST /_mock/scenarios")
-        except ScenarioError as error:
-            location = f"line {error.line}" if error.line else "document"
-            raise ApiError(400, str(error), [(location, error.problem)]) from None
-        return reply(scenarios.describe(name), 201)
+def cluster_group(store, item):
+    cluster = store.clusters.find(item.queue)
+    return {"kind": "cluster", "id": item.queue, "name": cluster.data.get("name") if cluster else item.name,
+            "project": None, "organization": item.org,
+            "lanes": [{"id": item.queue, "name": item.name, "type": "CLUSTER"}], "requests": []}
+
+
+async def deployments(request):
+    rt = runtime_of(request)
+    now, store = rt.clock.now(), rt.store
+    groups = environment_groups(store)
+    for target, history in rt.lifecycle.by_target.items():
+        for index, item in enumerate(history):
+            group = groups.get(item.queue)
+            if group is None:
+                group = groups[item.queue] = cluster_group(store, item)
+            if not any(lane["id"] == target for lane in group["lanes"]):
+                group["lanes"].append({"id": target, "name": item.name, "type": item.service_type or "CLUSTER"})
+            following = history[index + 1].created_at if index + 1 < len(history) else None
+            group["requests"].append(timeline(item, now, following))
+    for group in groups.values():
+        group["requests"].sort(key=lambda r: (r["created_at"], r["number"]))
+        group["queue"] = [r["id"] for r in group["requests"] if r["in_queue"]]
+    ordered = sorted(groups.values(), key=lambda g: (g["kind"] != "environment", not g["requests"],
+                                                    (g["project"] or {}).get("name") or "", g["name"] or ""))
+    return reply({"clock": rt.clock.describe(), "results": ordered})
+
+
+async def state_tree(request):
+    store = runtime_of(request).store
+    organizations = []
+    for org in store.organizations.rows.values():
+        item = node(store, "organizations", org)
+        item["projects"] = [node(store, "projects", p) for p in store.projects.under(org.id)]
+        for table in ORG_TABLES:
+            item[table] = [node(store, table, e) for e in store.tables[table].under(org.id)]
+        environments = [e for p in item["projects"] for e in p["environments"]]
+        item["counts"] = {"projects": len(item["projects"]), "environments": len(environments),
+                          "services": sum(len(e["services"]) for e in environments),
+                          **{table: len(item[table]) for table in ORG_TABLES}}
+        organizations.append(item)
+    return reply({"counts": store.count(), "organizations": organizations})
+
+
+async def activate_scenario(request):
+    """Activate a YAML (or JSON) scenario under the name it declares; errors name their line."""
+    scenarios = runtime_of(request).scenarios
+    text = (await request.body()).decode("utf-8", errors="replace")
+    if not text.strip():
+        raise ApiError(400, "body: a scenario document (YAML or JSON) is required")
+    try:
+        name = scenarios.load_text(text, "POST /_mock/scenarios")
+    except ScenarioError as error:
+        location = f"line {error.line}" if error.line else "document"
+        raise ApiError(400, str(error), [(location, error.problem)]) from None
+    return reply(scenarios.describe(name), 201)

@@ -2,8 +2,8 @@
 windows, deployment queues, the call journal, webhooks and their deliveries, the active
 scenarios with their counters, the seeded source of fake data and the clock.
 
-`Runtime(settings, clock, fixtures, scenarios)` is the full description of a fresh world:
-build one and you have the state the fixtures describe. Worlds are copied and saved whole
+`Runtime(settings, clock, scenarios, budget)` is the full description of an empty world;
+`handlers.fixtures.fresh_world` fills one with what the fixtures describe. Worlds are copied and saved whole
 (world.py). Nothing here imports the web stack or knows that other worlds exist.
 """
 
@@ -46,7 +46,7 @@ class Runtime:
     live world holds outside itself: webhook attempts in flight, their HTTP client, its journal's share
     of the memory budget."""
 
-    def __init__(self, settings, clock, fixtures=None, scenarios=None, budget=None):
+    def __init__(self, settings, clock, scenarios=None, budget=None):
         self.settings = settings
         self.clock = clock
         self.scenarios = scenarios             # Scenarios (they need the document, so the server gives them)
@@ -62,9 +62,6 @@ class Runtime:
         self.derived = {}                      # variable or secret id -> {ids of its overrides and aliases}
         self.default_org = None
         self.reserved_ids = frozenset()        # ids fixtures being loaded give their records
-        if fixtures is not None:
-            from .fixtures import load_into
-            load_into(self, fixtures)
 
     def __setstate__(self, state):
         """A copied or restored world: attributes set one by one (they stay in the object's compact

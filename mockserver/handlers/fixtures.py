@@ -1,9 +1,11 @@
-"""Create the fixtures' records through the handlers, as API calls would."""
+"""Create the fixtures' records through the handlers, as API calls would: a world as the fixtures
+describe it (`fresh_world`)."""
 
 from ..auth import Token
 from ..errors import ApiError
-from ..fixtures import NESTED
-from ..runtime import Context
+from ..fixtures import NESTED, timestamp
+from ..runtime import Context, Runtime
+from ..settings import parse_rate
 from ..store import Entry
 from . import HANDLERS
 from .common import optional
@@ -153,3 +155,22 @@ def _ids(value):
     elif isinstance(value, list):
         for item in value:
             yield from _ids(item)
+
+
+def fresh_world(settings, clock, fixtures, scenarios=None, budget=None):
+    """A new world holding what the fixtures (read by fixtures.read_fixtures) describe."""
+    rt = Runtime(settings, clock, scenarios, budget)
+    load(rt, fixtures)
+    return rt
+
+
+def load(rt, data):
+    """The fixtures' rate limit, organizations with everything in them, and tokens, into a world."""
+    if rt.settings.rate_limit is None and "rate_limit" in data:
+        rt.limiter.limit, rt.limiter.window = data["rate_limit"]
+    Loader(rt).load(data["organizations"])
+    for item in data["tokens"]:
+        rt.add_token(Token(name=item["name"], value=item["value"], organization=item["organization"],
+                           scopes=list(item["scopes"]),
+                           expires_at=timestamp(item["expires_at"]) if "expires_at" in item else None,
+                           rate_limit=parse_rate(item["rate_limit"]) if "rate_limit" in item else None))

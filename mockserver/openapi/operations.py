@@ -2,7 +2,7 @@
 
 A row is `Op(method, path, operation_id, scope, status, response, request, ...)`.
 `scope` is the token scope the operation needs (read, write or deploy, see auth.py);
-`status` the success status (api-decisions.md: 200 read, 201 create, 202 work that
+`status` the success status (docs/decisions.md, "Status codes": 200 read, 201 create, 202 work that
 goes on after the reply, 204 delete). Service kinds and variable levels are rows
 generated from small tables so that every kind gets the same operations.
 """
@@ -313,6 +313,13 @@ def organization_ops():
            "DeploymentRule", tag="Deployment Rules", summary="Deployment rule of an environment"),
         Op("PUT", "/environment/{environmentId}/deploymentRule", "editDeploymentRule", "write", 200,
            "DeploymentRule", "DeploymentRuleRequest", tag="Deployment Rules", summary="Edit the deployment rule"),
+    ]
+
+
+def cluster_and_registry_ops():
+    """Clusters, container registries, Terraform discovery, labels, credentials and webhooks."""
+    org = "/organization/{organizationId}"
+    return [
         Op("GET", f"{org}/cluster", "listClusters", "read", 200, "ClusterList", tag="Clusters",
            summary="Clusters of the organization",
            links={name: link(op, clusterId="$response.body#/results/0/id") for name, op in (
@@ -382,7 +389,7 @@ def misc_service_ops():
 
 
 def all_operations():
-    rows = organization_ops()
+    rows = organization_ops() + cluster_and_registry_ops()
     rows += variable_ops("project", "Project", "/project/{projectId}", "projectId", "Environment Variables")
     rows += variable_ops("environment", "Environment", "/environment/{environmentId}", "environmentId",
                          "Environment Variables")

@@ -1,0 +1,164 @@
+"""The worlds one server keeps: the start world, its sandboxes and snapshots, and their upkeep.
+
+`Server` builds the start world once from the fixtures (through the handlers), freezes it, and
+makes every sandbox by copying those bytes (sandboxes.py, sandbox_options.py). It resets,
+restores and retires worlds, restores and saves the state file (persistence.py), and runs the
+background loop that applies what fell due on each awake world's clock, expires and puts to
+sleep idle sandboxes and keeps the collector's policy (collector.py). How a request is answered
+is app.py's business: `app.MockServer` is this server with its request path.
+"""
+
+import asyncio
+import logging
+import time
+
+from .clock import Clock
+from .fixtures import read_fixtures
+from .handlers.fixtures import fresh_world
+from .sandbox_options import world_for
+from .sandboxes import DEFAULT, Sandbox, Sandboxes
+from .scenarios import Scenarios
+from .settings import Settings
+from .spec import Spec
+from .world import Shared, freeze, thaw
+
+log = logging.getLogger("mockserver")
+TICK = 0.05                                     # seconds between two rounds of the background loop
+
+
+class Server:
+    def __init__(self, settings=None, spec=None, clock=None, wall=time.time):
+        self.settings = settings or Settings()
+        self.spec = spec or Spec.load()
+        self.shared = Shared(self.settings, self.spec)
+        self.fixtures = read_fixtures(self.settings.fixtures, self.spec)
+        self.started = time.time()
+        # The world every sandbox starts from, built once through the handlers and then only copied.
+        first = self.build(self.settings, clock or Clock(self.settings.clock), self.fixtures)
+        self.origin = freeze(first, self.shared)
+        # scenarios loaded from files at start: every sandbox starts with them, and may name them
+        self.library = {name: (item["raw"], item["source"]) for name, item in first.scenarios.active.items()}
+        # who may make a sandbox by using it, on a mock protected by a control token: a caller of the start world
+        self.start_auth = (dict(first.tokens), first.default_org, frozenset(first.store.organizations.rows))
+        first.close()
+        self.snapshots = {}                    # name -> Snapshot, shared by all sandboxes
+        self.sandboxes = Sandboxes(self.make_sandbox, self.settings.max_sandboxes, self.settings.sandbox_ttl, wall,
+                                   forget=self.forget, sleep_after=self.settings.sleep_after or None)
+        self.sandboxes.create(DEFAULT)
+        self.collector = None                  # the process's collector policy (collector.py), set by `serve`
+        self.changes = 0                       # requests served: the state file is saved when this moves
+        self.saver = None
+        if self.settings.state_file:
+            from .persistence import Saver, restore
+            restore(self, self.settings.state_file)
+            self.saver = Saver(self, self.settings.state_file, self.settings.save_interval)
+
+    # ------------------------------------------------------------ worlds
+    def build(self, settings, clock, fixtures):
+        """A world made by replaying fixtures through the handlers (slow: done once, or for options)."""
+        scenarios = Scenarios(self.spec, seed=settings.seed)
+        for path in settings.scenarios:
+            scenarios.load_file(path)
+        return fresh_world(settings, clock, fixtures, scenarios, self.shared.budget)
+
+    def make_sandbox(self, name, options):
+        """A new sandbox: a copy of the start world, or of a snapshot, or a world built for its options."""
+        rt, origin, source = world_for(self, options)
+        _own(rt, name)
+        return Sandbox(name, rt, origin, source, self.sandboxes.wall(), self.shared)
+
+    def forget(self, box):
+        """A sandbox was deleted, replaced or expired."""
+        box.retire()
+        if self.collector is not None:
+            self.collector.release()
+
+    def reset_sandbox(self, box, scenarios=False):
+        """Back to the world the sandbox started from. Its clock goes on from where it is, and its
+        scenarios stay active with their counters rewound (all removed with `scenarios`)."""
+        old = box.rt
+        rt = thaw(box.origin, self.shared)
+        _own(rt, box.name)
+        rt.clock = old.clock
+        if scenarios:
+            rt.scenarios.clear()
+        else:
+            rt.scenarios = old.scenarios
+            rt.scenarios.rewind()
+        box.rt = rt
+        old.close()
+        return rt
+
+    def restore_snapshot(self, box, name):
+        """The sandbox's world replaced by a copy of a snapshot (or of the start world: `fixtures`), which
+        goes on from the moment it was saved. 404 for an unknown name."""
+        from .errors import ApiError
+        if name == "fixtures":
+            data, at = self.origin, None
+        elif name in self.snapshots:
+            data, at = self.snapshots[name].data, self.snapshots[name].clock_at
+        else:
+            raise ApiError(404, f"snapshot {name} not found")
+        old, box.rt = box.rt, thaw(data, self.shared)
+        if at is not None:
+            box.rt.clock.resume_at(at)
+        old.close()
+        return box.rt
+
+    @property
+    def rt(self):
+        """The default sandbox's world (single-user code and tests)."""
+        return self.sandboxes.get_quietly(DEFAULT).rt
+
+    @property
+    def clock(self):
+        return self.rt.clock
+
+    @property
+    def scenarios(self):
+        return self.rt.scenarios
+
+    def reset(self, scenarios=False):
+        self.reset_sandbox(self.sandboxes.get_quietly(DEFAULT), scenarios)
+
+    # ------------------------------------------------------------ upkeep
+    async def keep_up(self):
+        """The background loop: due deployment events and webhook attempts without waiting for a request,
+        sandboxes expired and put to sleep, the collector's policy, the periodic save."""
+        while True:
+            self.upkeep()
+            await asyncio.sleep(TICK)
+
+    def upkeep(self):
+        for box in self.sandboxes.awake():
+            rt = box.rt
+            if not (rt.lifecycle.active or rt.webhooks.pending):
+                continue                        # idle: nothing can fall due
+            try:
+                rt.pump()
+            except Exception:                   # keep the loop alive; the error is a bug to see in the log
+                log.exception("background pump of sandbox %s failed", box.name)
+        self.sandboxes.sweep()
+        if self.collector is not None:
+            if self.shared.budget.trims:
+                self.shared.budget.trims = 0
+                self.collector.release()
+            self.collector.tick()
+        if self.saver is not None:
+            try:
+                self.saver.tick()
+            except OSError:
+                log.exception("saving the state file failed")
+
+    async def stop(self):
+        """At shutdown: webhook attempts cancelled, their clients closed, the last save."""
+        for box in self.sandboxes.awake():
+            await box.rt.webhooks.close()
+        if self.saver is not None:
+            self.saver.final()
+
+
+def _own(rt, name):
+    """New ids of a sandbox come from a sequence of its own, seeded by its name (default: the seed)."""
+    if name != DEFAULT:
+        rt.fake.reseed(name)
