@@ -2,7 +2,7 @@
 
 A window opens at a token's first request and lasts `window` seconds; each request
 spends one unit. Every authenticated reply carries the three X-RateLimit headers; a
-request past the budget is a 429 with Retry-After (api-decisions.md).
+request past the budget is a 429 with Retry-After (docs/decisions.md, "Rate limit").
 """
 
 import math

@@ -1,6 +1,6 @@
 """Environment variables and secrets at project, environment and service level, over HTTP.
 
-Rules (api-decisions.md "Variables" and "Secrets", mockserver/handlers/variables.py): a key is
+Rules (docs/decisions.md, "Variables and secrets"; mockserver/handlers/variables.py): a key is
 unique per owner; `mount_path` makes a FILE variable; descriptions are at most 255 characters;
 an override or alias sits at a lower scope than what it points to and inside its subtree; a
 service sees its own, its environment's and its project's records plus built-ins, an override

@@ -1,6 +1,6 @@
 """Environment variables and secrets at project, environment and service level.
 
-Rules (api-decisions.md, "Variables"): levels, highest first, are BUILT_IN > PROJECT >
+Rules (docs/decisions.md, "Variables and secrets"): levels, highest first, are BUILT_IN > PROJECT >
 ENVIRONMENT > service scopes. A key is unique per owner (409 when taken). A `mount_path`
 makes a FILE variable. An override sits strictly lower than its target and carries the
 target's key, so it never collides with it (a second override of that key at the same

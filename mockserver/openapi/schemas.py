@@ -2,7 +2,7 @@
 
 `build.py` turns these tables into `openapi.yaml`. Field names, types, enums and
 read-only markers follow the spec; where the spec is silent the shapes follow
-`api-decisions.md`. Vendor names stay neutral (CLOUDA_CR, PUBLICHUB_CR, ...).
+`docs/decisions.md`. Vendor names stay neutral (CLOUDA_CR, PUBLICHUB_CR, ...).
 """
 
 from .ids import FIXED_REGISTRY_URLS, IDS
