@@ -155,12 +155,11 @@ def filters(params):
 async def calls(request):
     rt = world(request)
     journal = rt.journal
-    found = journal.select(filters(dict(request.query_params)))
+    wanted = filters(dict(request.query_params))
     limit = request.query_params.get("limit")
-    if limit is not None:
-        if not limit.isdigit():
-            raise ApiError(400, "query.limit: must be a whole number")
-        found = found[-int(limit):] if int(limit) else []
+    if limit is not None and not limit.isdigit():
+        raise ApiError(400, "query.limit: must be a whole number")
+    found = journal.select(wanted) if limit is None else journal.latest(wanted, int(limit))
     return reply({"total": len(found), "dropped": journal.dropped, "journal_size": journal.size,
                   "results": [journal.render(call, rt.webhooks.caused_by(call.id)) for call in found]})
 

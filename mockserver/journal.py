@@ -183,6 +183,8 @@ class Journal:
         if len(response) > self.body_limit:
             truncated = {**(truncated or {}), "response": len(response)}
             response = response[:self.body_limit]
+        else:       # a copy of its exact size: orjson's replies keep a buffer of 4 KiB or more behind them
+            response = bytes(memoryview(response))
         encoded = body if isinstance(body, bytes) else orjson.dumps(body)
         request = b"".join((b"[", orjson.dumps(query), b",", orjson.dumps(headers), b",", encoded, b"]"))
         call = Call(ident, at, method, path, operation, status, duration, rule, request_id, token, request,
@@ -227,6 +229,18 @@ class Journal:
     def select(self, filters):
         """Calls matching every given filter (see FILTERS), oldest first."""
         return [call for call in self.entries if not mismatches(call, filters)]
+
+    def latest(self, filters, limit):
+        """The newest `limit` calls matching the filters, oldest first: read from the newest back, so the
+        cost follows what is asked for, not the length of the journal."""
+        found = []
+        for call in reversed(self.entries):
+            if len(found) >= limit:
+                break
+            if not mismatches(call, filters):
+                found.append(call)
+        found.reverse()
+        return found
 
     def render(self, call, deliveries=()):
         query, headers, body = call.parts()

@@ -7,7 +7,7 @@ id check the organization, so an id of another organization is simply not found.
 
 Every rule a write checks reads an index kept up to date on write, as a database keeps a
 unique index: by id, by parent (in insertion order), by (parent, unique name) and, for
-services, by (parent, kind). No write walks its siblings, so its cost does not grow with
+services, variables and secrets, by (parent, kind or type). No write walks its siblings, so its cost does not grow with
 the table. Entries name their table by its name, not by reference: a world's object graph
 has no cycle, so a retired world is freed at once, without waiting for a full collection.
 """
@@ -21,6 +21,17 @@ CHILD_TABLES = {
     "environments": ("services", "variables", "secrets", "deployment_rules"),
     "services": ("variables", "secrets", "backups", "custom_domains"),
 }
+# How the records of a parent are grouped in a second index: services by kind, variables and secrets by
+# variable_type (a list of one kind, the overrides placed somewhere, read without walking the rest).
+def service_kind(entry):
+    return entry.meta["kind"]
+
+
+def variable_type(entry):
+    return entry.data["variable_type"]
+
+
+GROUPS = {"services": service_kind, "variables": variable_type, "secrets": variable_type}
 # The field that names a record uniquely within its parent, and whether case is ignored.
 UNIQUE = {
     "projects": ("name", False), "environments": ("name", True), "services": ("name", False),
@@ -58,7 +69,8 @@ class Table:
         self.unique, self.casefold = UNIQUE.get(name, (None, False))
         self.names = {}                        # (parent id, name) -> id (a tuple of ids when several share it)
         self._named = {}                       # id -> its key in `names`
-        self.kinds = {} if name == "services" else None   # (parent id, kind) -> {id: Entry}, in insertion order
+        self.group = GROUPS.get(name)
+        self.groups = {} if self.group else None   # (parent id, group) -> {id: Entry}, in insertion order
 
     def _name_key(self, parent, name):
         return (parent, name.casefold() if self.casefold else name)
@@ -66,8 +78,8 @@ class Table:
     def add(self, entry):
         self.rows[entry.id] = entry
         self.children.setdefault(entry.parent, {})[entry.id] = entry
-        if self.kinds is not None:
-            self.kinds.setdefault((entry.parent, entry.meta["kind"]), {})[entry.id] = entry
+        if self.group is not None:
+            self.groups.setdefault((entry.parent, self.group(entry)), {})[entry.id] = entry
         entry.table = self.name
         self.reindex(entry)
         return entry
@@ -113,10 +125,10 @@ class Table:
         """The records of a parent, in the order they were added (a copy: the caller may delete)."""
         return list(self.children.get(parent, {}).values())
 
-    def view(self, parent, kind=None):
-        """The records of a parent (of one kind, for services) without copying them: for reads that
-        page through or count them. Do not add or remove records of that parent while iterating."""
-        found = self.children.get(parent) if kind is None else self.kinds.get((parent, kind))
+    def view(self, parent, group=None):
+        """The records of a parent (of one group: a kind of service, a variable_type) without copying them:
+        for reads that page through or count them. Do not add or remove records of that parent meanwhile."""
+        found = self.children.get(parent) if group is None else self.groups.get((parent, group))
         return (found or {}).values()
 
     def named(self, parent, name):
@@ -130,8 +142,8 @@ class Table:
             if key is not None:
                 self._unname(key, ident)
             _drop(self.children, entry.parent, ident)
-            if self.kinds is not None:
-                _drop(self.kinds, (entry.parent, entry.meta["kind"]), ident)
+            if self.group is not None:
+                _drop(self.groups, (entry.parent, self.group(entry)), ident)
         return entry
 
     def name_taken(self, parent, name, exclude=()):

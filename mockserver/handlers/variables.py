@@ -133,13 +133,28 @@ def key_taken(rt, family, owner_id, key, exclude=()):
     return rt.store.tables[family.table].name_taken(owner_id, key, exclude)
 
 
+class Seen:
+    """What an owner sees (its list), without building it: the records of its project, environment and
+    itself in that order, less those an override placed at one of these hides. Its length and a page of
+    it cost what the page costs, however many records the places hold."""
+
+    def __init__(self, table, places):
+        self.views = [table.view(place.id) for place in places]
+        self.hidden = {e.meta["target"] for place in places for e in table.view(place.id, "OVERRIDE")}
+
+    def __len__(self):
+        return sum(len(view) for view in self.views) - len(self.hidden)
+
+    def __iter__(self):
+        hidden = self.hidden
+        for view in self.views:
+            for entry in view:
+                if entry.id not in hidden:
+                    yield entry
+
+
 def visible(rt, family, owner):
-    """What an owner sees (its list): the records of its project, environment and itself, an override
-    hiding the record it overrides."""
-    table = rt.store.tables[family.table]
-    entries = [e for level in reversed(chain(rt, owner)) for e in table.view(level.id)]
-    hidden = {e.meta["target"] for e in entries if e.data["variable_type"] == "OVERRIDE"}
-    return [e for e in entries if e.id not in hidden]
+    return Seen(rt.store.tables[family.table], list(reversed(chain(rt, owner))))
 
 
 def sees(rt, family, owner, entry):
