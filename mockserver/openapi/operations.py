@@ -10,6 +10,8 @@ generated from small tables so that every kind gets the same operations.
 import re
 from dataclasses import dataclass, field
 
+from .ids import IDS
+
 PATH_PARAM = re.compile(r"{(\w+)}")
 
 
@@ -98,6 +100,11 @@ def example_targets():
         for word in ("Variable", "Secret"):
             out[f"get{title}{word}"] = out[f"edit{title}{word}"] = (owner, f"{level}_{word.lower()}")
             out[f"delete{title}{word}"] = (f"{level}_{word.lower()}_owner", f"{level}_{word.lower()}_delete")
+            if level in SERVICE_KINDS:       # a service's override and alias of a record of the examples project
+                place = f"{level}_{word.lower()}_overrides"
+                out[f"override{title}{word}"] = out[f"alias{title}{word}"] = (place, f"project_{word.lower()}")
+    for word in ("Variable", "Secret"):
+        out[f"create{word}Override"] = out[f"create{word}Alias"] = (f"project_{word.lower()}",)
     return out
 
 
@@ -122,6 +129,16 @@ REQUEST_EXAMPLES = {
        for level in VARIABLE_LEVELS},
     **{f"edit{level.capitalize()}Secret": {"key": "EXAMPLES_TOKEN", "value": "rotated-token"}
        for level in VARIABLE_LEVELS},
+    # overrides at a service that owns nothing (so no record of the place conflicts, whatever variable a tool
+    # pairs it with); aliases at the service the per-service alias examples use, under a key of their own
+    "createVariableOverride": {"value": "debug", "override_scope": "APPLICATION",
+                               "override_parent_id": IDS["application_generic_overrides"]},
+    "createSecretOverride": {"value": "rotated-token", "override_scope": "APPLICATION",
+                             "override_parent_id": IDS["application_generic_overrides"]},
+    "createVariableAlias": {"key": "EXAMPLES_MODE_ALIAS", "alias_scope": "APPLICATION",
+                            "alias_parent_id": IDS["application_variable_overrides"]},
+    "createSecretAlias": {"key": "EXAMPLES_TOKEN_ALIAS", "alias_scope": "APPLICATION",
+                          "alias_parent_id": IDS["application_secret_overrides"]},
 }
 
 
@@ -132,7 +149,7 @@ def q(name, schema, description):
 # `page` and `page_size` on every list (see README, Pagination)
 PAGE_QUERY = [q("page", {"type": "integer", "minimum": 1, "maximum": 1000000, "example": 1}, "Page number, from 1; without page and "
                 "page_size the whole list is returned"),
-              q("page_size", {"type": "integer", "minimum": 1, "maximum": 100, "example": 20},
+              q("page_size", {"type": "integer", "minimum": 1, "maximum": 100, "example": 2},
                 "Records per page (20 when only page is given)")]
 
 

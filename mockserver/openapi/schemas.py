@@ -192,7 +192,7 @@ IMAGE_SOURCE = obj(
      "tag": s("1.4.2", minLength=1, maxLength=128)},
     ["registry_id", "image_name", "tag"],
 )
-VARIABLE_DESCRIPTION = nullable(s("Connection string of the orders database", maxLength=255))
+VARIABLE_DESCRIPTION = nullable(s("Set by the release pipeline", maxLength=255))
 # ---- jobs and Helm services: the platform's nested payloads (one source kind each, see README)
 DOCKERFILE_PATH = s("Dockerfile", minLength=1, maxLength=255)
 JOB_DOCKER_REQUEST = obj({"git_repository": GIT_REPOSITORY_REQUEST, "dockerfile_path": DOCKERFILE_PATH},
@@ -518,13 +518,13 @@ SCHEMAS = {
     ),
     "OverrideRequest": obj(
         {"value": s("postgres://orders-staging.internal:5432/orders", maxLength=65536),
-         "override_scope": enum(SCOPES, "ENVIRONMENT"), "override_parent_id": uuid(IDS["environment"]),
+         "override_scope": enum(SCOPES, "APPLICATION"), "override_parent_id": uuid(IDS["application_generic_overrides"]),
          "description": VARIABLE_DESCRIPTION, "enable_interpolation_in_file": INTERPOLATION},
         ["value", "override_scope", "override_parent_id"],
     ),
     "AliasRequest": obj(
         {"key": s("DB_URL", minLength=1, maxLength=255, pattern="^[A-Za-z_][A-Za-z0-9_.-]*$"),
-         "alias_scope": enum(SCOPES, "APPLICATION"), "alias_parent_id": uuid(IDS["application"]),
+         "alias_scope": enum(SCOPES, "APPLICATION"), "alias_parent_id": uuid(IDS["application_variable_overrides"]),
          "description": VARIABLE_DESCRIPTION, "enable_interpolation_in_file": INTERPOLATION},
         ["key", "alias_scope", "alias_parent_id"],
     ),
