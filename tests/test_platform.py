@@ -58,11 +58,12 @@ def assert_bad_request(reply, *names):
 
 
 # ================================================================ clusters
-def test_list_clusters_shows_both_acme_clusters_and_no_globex_cluster(client):
+def test_list_clusters_shows_the_acme_clusters_and_no_globex_cluster(client):
     reply = client.get(f"/organization/{ORG}/cluster")
     assert reply.status_code == 200
     clusters = {c["id"]: c for c in reply.json()["results"]}
-    assert set(clusters) == {CLUSTER, DEV_CLUSTER, IDS["cluster_upgrade"]}   # the last: fixtures/targets.yaml
+    # the last two: fixtures/targets.yaml (what the upgrade and unlock examples act on)
+    assert set(clusters) == {CLUSTER, DEV_CLUSTER, IDS["cluster_upgrade"], IDS["cluster_locked"]}
     assert GLOBEX_CLUSTER not in clusters
     assert (clusters[CLUSTER]["name"], clusters[CLUSTER]["version"]) == ("acme-prod-eu", "1.31")
     assert (clusters[DEV_CLUSTER]["name"], clusters[DEV_CLUSTER]["version"]) == ("acme-dev-us", "1.30")
@@ -398,8 +399,8 @@ def test_fixture_registry_is_used_by_the_worker_container_and_the_migrate_job(cl
     registry = client.get(f"{REGISTRIES}/{REGISTRY}").json()
     assert (registry["name"], registry["kind"]) == ("acme-hub", "PUBLICHUB_CR")
     assert registry["url"] == FIXED_ADDRESSES["PUBLICHUB_CR"]
-    # the worker container, the migrate job, and the seven containers of fixtures/targets.yaml
-    assert registry["associated_services_count"] == 9
+    # the worker container, the migrate job, and the nine containers of fixtures/targets.yaml
+    assert registry["associated_services_count"] == 11
 
 
 def test_edit_registry_changes_it(client):

@@ -33,6 +33,7 @@ IDS = {
     "examples_project": "2813077a-2727-572f-bf61-eae996c79205",
     "examples_environment": "a8762c1a-fc1f-5f09-b61d-4fce1534cb90",
     "cluster_upgrade": "fc1a5f88-cb17-5369-af7c-39fd2380e0b1",
+    "cluster_locked": "7f7e24ba-9b58-5583-8687-1416e5971fd7",
     "database_uninstall": "147a19ef-e313-5ad7-ad48-7f359b2a5443",
     "application_stop": "8100dfb3-05ef-55ac-bac4-aee76d60c9b3",
     "application_restart": "7a52e4ca-c5be-57f2-8cd2-47a62b2c2848",
