@@ -1,11 +1,13 @@
 """The document's examples reach every operation's success path against the default fixtures.
 
 A contract tester (or a client reading the document) sends the examples first: path parameters
-and request bodies built from the examples of the document. Sent in document order to a fresh
-mock, each operation must answer 2xx, so no example depends on another having run first and no
-example removes or stops what a later one needs.
+and request bodies built from the examples of the document. Sent to a fresh mock in document
+order, in reverse, shuffled, or grouped as a contract tester does (creates, reads, deletes last), each
+operation must answer 2xx: no example depends on another having run first, and no example removes or
+stops what another one needs.
 """
 
+import random
 import re
 
 import pytest
@@ -59,20 +61,45 @@ def example_request(path, raw, components):
     return path, query, body
 
 
-def test_every_example_succeeds_once_in_document_order(server, spec):
+def document_order(document):
+    return [(path, method) for path, item in document["paths"].items() for method in METHODS if method in item]
+
+
+def refusals(server, spec, order):
+    """Send every example once in `order` to a fresh mock: the ones that did not answer 2xx."""
     document, components = spec.document, spec.components
     refused = []
     with TestClient(server, base_url="http://mock", headers=ADMIN) as client:
-        for path, item in document["paths"].items():
-            for method in METHODS:
-                if method not in item:
-                    continue
-                url, query, body = example_request(path, item[method], components)
-                reply = client.request(method.upper(), url, params=query, json=body)
-                if not 200 <= reply.status_code < 300:
-                    refused.append(f"{item[method]['operationId']} {method.upper()} {url}: "
-                                   f"{reply.status_code} {reply.text[:200]}")
-    assert refused == [], "\n".join(refused)
+        for path, method in order:
+            raw = document["paths"][path][method]
+            url, query, body = example_request(path, raw, components)
+            reply = client.request(method.upper(), url, params=query, json=body)
+            if not 200 <= reply.status_code < 300:
+                refused.append(f"{raw['operationId']} {method.upper()} {url}: {reply.status_code} {reply.text[:200]}")
+    return refused
+
+
+def test_every_example_succeeds_once_in_document_order(server, spec):
+    assert refusals(server, spec, document_order(spec.document)) == []
+
+
+def test_every_example_succeeds_once_in_reverse_document_order(server, spec):
+    assert refusals(server, spec, list(reversed(document_order(spec.document)))) == []
+
+
+@pytest.mark.parametrize("seed", [3, 28, 2026])
+def test_every_example_succeeds_once_shuffled(server, spec, seed):
+    order = document_order(spec.document)
+    random.Random(seed).shuffle(order)
+    assert refusals(server, spec, order) == []
+
+
+def test_every_example_succeeds_once_in_path_order_deletes_last(server, spec):
+    """The order of a contract tester's examples phase: creates and edits, then reads, then deletes, each
+    group in path order."""
+    rank = {"post": 0, "put": 0, "get": 1, "delete": 2}
+    order = sorted(document_order(spec.document), key=lambda pm: (rank[pm[1]], pm[0]))
+    assert refusals(server, spec, order) == []
 
 
 def test_examples_succeed_when_deletes_come_last_and_remove_all_they_saw(server, spec):
