@@ -91,7 +91,7 @@ def check(reader):
 def _alias(event, sizes):
     """The nodes an alias stands for; an alias inside the node it names is refused."""
     if event.anchor in sizes and sizes[event.anchor] is None:
-        raise BoundError(f"alias *{event.anchor} is inside the node it names (a structure without end)", _line(event))
+        raise BoundError("an alias is inside the node it names (a structure without end)", _line(event))
     return sizes.get(event.anchor, 1)    # an unknown anchor: the loader names the problem
 
 
