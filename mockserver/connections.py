@@ -81,8 +81,9 @@ class GuardedProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def idle(self):
-        """No request in progress: silent, still sending its headers, or between requests."""
-        return not self.answered and (self.cycle is None or self.cycle.response_complete)
+        """No request in progress (silent, still sending its headers, or between requests), and not closing."""
+        return (not self.answered and not self.transport.is_closing()
+                and (self.cycle is None or self.cycle.response_complete))
 
     def _make_room(self):
         """Close the connection that has waited longest without a request in progress; False if none has."""
@@ -154,6 +155,10 @@ class GuardedProtocol(HttpToolsProtocol):
 
     def _head_too_slow(self):
         self.deadline = None
+        if self.cycle is not None and not self.cycle.response_complete:
+            # a request sent behind one still being answered: reading waits for that answer, not the client
+            self._arm(self.limits.header_timeout, self._head_too_slow)
+            return
         self._answer(408, f"the request line and headers did not arrive within {self.limits.header_timeout:g} "
                           "seconds (--header-timeout)")
 
