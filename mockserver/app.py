@@ -112,8 +112,12 @@ class MockServer(Server):
             return
         if path in DOCUMENTS:
             await self._document(scope, requestid.tagged(scope, send), path)
-        else:
-            await _in(box, self.api(box.rt, scope, receive, send, path, None if name == DEFAULT else name))
+            return
+        box.inflight += 1                         # meanwhile the sandbox does not fall asleep
+        try:
+            await self.api(box.rt, scope, receive, send, path, None if name == DEFAULT else name)
+        finally:
+            box.inflight -= 1
 
     async def _control(self, scope, receive, send, name, path):
         self._check_control_token(scope, path)

@@ -174,19 +174,19 @@ class Journal:
             if secret or needs_redaction(body):
                 body = redact_body(body, secret)
         truncated = None
-        encoded_body = orjson.dumps(body)
-        if len(encoded_body) > self.body_limit:
-            truncated = {"body": len(encoded_body)}
-            body = encoded_body[:self.body_limit].decode("utf-8", "ignore")
-        else:
-            body = encoded_body
+        request = orjson.dumps((query, headers, body))
+        if len(request) > self.body_limit:       # the body is most of it: keep the body cut, if it is the body
+            encoded_body = orjson.dumps(body)
+            if len(encoded_body) > self.body_limit:
+                truncated = {"body": len(encoded_body)}
+                cut = encoded_body[:self.body_limit].decode("utf-8", "ignore")
+                request = orjson.dumps((query, headers, cut))
         if len(response) > self.body_limit:
             truncated = {**(truncated or {}), "response": len(response)}
             response = response[:self.body_limit]
         else:       # a copy of its exact size: orjson's replies keep a buffer of 4 KiB or more behind them
             response = bytes(memoryview(response))
-        encoded = body if isinstance(body, bytes) else orjson.dumps(body)
-        request = b"".join((b"[", orjson.dumps(query), b",", orjson.dumps(headers), b",", encoded, b"]"))
+        request = bytes(memoryview(request))
         call = Call(ident, at, method, path, operation, status, duration, rule, request_id, token, request,
                     response, truncated)
         self.entries.append(call)
