@@ -67,10 +67,10 @@ class Exchange:
         self.call_id = rt.journal.reserve()
         self.request_id = requestid.request_id(self.headers.get("x-request-id"))
 
-    def journal(self, rt, status, payload):
+    def journal(self, rt, status, payload, reply_headers=()):
         rt.journal.record(self.call_id, rt.clock.now(), self.method, self.path, self.operation, self.query,
                           self.headers, self.body, status, payload, time.perf_counter() - self.started, self.rule,
-                          self.request_id, self.token and self.token.name)
+                          self.request_id, self.token and self.token.name, reply_headers)
 
 
 class MockServer(Server):
@@ -188,7 +188,7 @@ class MockServer(Server):
         out = call.reply_headers + (JSON if payload else []) + [(requestid.HEADER, call.request_id.encode())]
         await send({"type": "http.response.start", "status": status, "headers": out})
         await send({"type": "http.response.body", "body": payload})
-        call.journal(rt, status, payload)
+        call.journal(rt, status, payload, out)
         self._log(scope, sandbox, status, call)
 
     async def answer(self, rt, call, scope, receive):

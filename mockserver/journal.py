@@ -68,18 +68,25 @@ class Call:
     `truncated` maps "body"/"response" to the size sent when that part was kept cut."""
 
     __slots__ = ("id", "at", "method", "path", "operation", "status", "duration", "rule", "request_id", "token",
-                 "request", "response", "truncated", "size")
+                 "request", "response", "reply_headers", "truncated", "size")
 
     def __init__(self, ident, at, method, path, operation, status, duration, rule, request_id, token, request,
-                 response, truncated):
+                 response, truncated, reply_headers=b""):
         self.id, self.at, self.method, self.path, self.operation = ident, at, method, path, operation
         self.status, self.duration, self.rule, self.request_id, self.token = status, duration, rule, request_id, token
         self.request, self.response, self.truncated = request, response, truncated
-        self.size = OVERHEAD + len(path) + len(request) + len(response) + len(request_id or "")
+        self.reply_headers = reply_headers
+        self.size = OVERHEAD + len(path) + len(request) + len(response) + len(reply_headers) + len(request_id or "")
 
     def parts(self):
         """(query, headers, body) as they were recorded (a cut body is the text kept)."""
         return orjson.loads(self.request)
+
+    def response_headers(self):
+        """The reply's headers as (name, value) strings, in the order sent."""
+        if not self.reply_headers:
+            return []
+        return [tuple(line.split(": ", 1)) for line in self.reply_headers.decode("latin-1").split("\n")]
 
     @property
     def template(self):
@@ -166,9 +173,10 @@ class Journal:
         return ident
 
     def record(self, ident, at, method, path, operation, query, headers, body, status, response, duration, rule,
-               request_id=None, token=None):
+               request_id=None, token=None, reply_headers=()):
         """Store one call. `operation` is the matched Operation or None; `response` the body bytes;
-        `token` the name of the caller's token (None when the call was not authenticated)."""
+        `token` the name of the caller's token (None when the call was not authenticated); `reply_headers`
+        the (name, value) byte pairs sent."""
         if body is not None and operation is not None:
             secret = "Secret" in operation.operation_id
             if secret or needs_redaction(body):
@@ -187,8 +195,9 @@ class Journal:
         else:       # a copy of its exact size: orjson's replies keep a buffer of 4 KiB or more behind them
             response = bytes(memoryview(response))
         request = bytes(memoryview(request))
+        sent = b"\n".join(name + b": " + value for name, value in reply_headers)
         call = Call(ident, at, method, path, operation, status, duration, rule, request_id, token, request,
-                    response, truncated)
+                    response, truncated, sent)
         self.entries.append(call)
         added = call.size
         if len(self.entries) > self.size:
@@ -254,7 +263,8 @@ class Journal:
         out = {
             "id": call.id, "time": iso(call.at), "method": call.method, "path": call.path,
             "path_template": call.template, "operation": call.operation_id,
-            "query": query, "headers": headers, "body": body, "status": call.status, "response": response_body,
+            "query": query, "headers": headers, "body": body, "status": call.status,
+            "response_headers": dict(call.response_headers()), "response": response_body,
             "duration_ms": round(call.duration * 1000, 3), "scenario_rule": call.rule, "request_id": call.request_id,
             "token": call.token, "webhook_deliveries": list(deliveries),
         }
