@@ -4,7 +4,8 @@
 `Access-Control-Request-Method`) is answered here and never reaches the request path: no
 token, no rate limit, no journal entry. Every other reply to an allowed origin, errors
 included, gets `Access-Control-Allow-Origin` and `Access-Control-Expose-Headers` (the
-rate-limit headers, `Retry-After`, `X-Request-Id`) so that browser code can read them.
+rate-limit headers, `Retry-After`, `X-Request-Id`) so that browser code can read them: the API's
+request path adds them to the headers it makes, `added(scope, send)` to the replies made elsewhere.
 
 Origins (`--cors-origins`), a comma-separated list of:
 - `local` (the default): pages served from this machine, `http(s)://localhost:*`,
@@ -48,6 +49,7 @@ _ORIGIN = re.compile(r"(https?)://[^/\s?#]+")
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9a-z-]{1,64}")
 _PLAIN = re.compile(rb"[\x21-\x7e]{1,256}")
 
+SCOPE_KEY = "mock.cors"                 # the CORS headers a reply to this request carries (set by Cors)
 ACAO = b"access-control-allow-origin"
 VARY = (b"vary", b"Origin")
 EXPOSE = (b"access-control-expose-headers", EXPOSED)
@@ -178,16 +180,10 @@ class Cors:
         if control and origin is not None and not self.may_control(scope, origin):
             await self.refuse(scope, send, origin)
             return
-        if self.origins is None:
-            await self.app(scope, receive, send)
-            return
-        extra = self.no_origin if origin is None else self.for_origin(origin, control)
-
-        async def send_with_cors(message):
-            if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", ()), *extra]
-            await send(message)
-        await self.app(scope, receive, send_with_cors)
+        if self.origins is not None:
+            # the app adds these where it makes the reply's headers (app.py): no wrapper around `send` per call
+            scope[SCOPE_KEY] = self.no_origin if origin is None else self.for_origin(origin, control)
+        await self.app(scope, receive, send)
 
     def named(self, origin):
         return (self.origins is not None and _PLAIN.fullmatch(origin) is not None
@@ -236,6 +232,20 @@ class Cors:
             (b"access-control-allow-methods", ", ".join(sorted(methods)).encode()),
             (b"access-control-allow-headers", ", ".join(headers).encode()),
             (b"access-control-max-age", MAX_AGE)])
+
+
+def added(scope, send):
+    """`send` that adds the CORS headers of the request (replies made outside the API's request path:
+    the control API, the documents, errors before routing); `send` itself when CORS is off."""
+    extra = scope.get(SCOPE_KEY)
+    if not extra:
+        return send
+
+    async def send_with_cors(message):
+        if message["type"] == "http.response.start":
+            message["headers"] = [*message.get("headers", ()), *extra]
+        await send(message)
+    return send_with_cors
 
 
 async def _reply(send, status, body, headers):
