@@ -22,6 +22,7 @@ so no secret value or token reaches a pact. Calls that are about the caller's cr
 kept cut, are left out and listed in the metadata; a reply kept cut is matched by type and listed.
 """
 
+import hashlib
 import re
 
 import orjson
@@ -340,13 +341,13 @@ def interaction(call, states, version):
         if rules:
             response["matchingRules"] = {"body": {path: {"combine": "AND", "matchers": [rule]}
                                                   for path, rule in rules.items()}}
-    item = {"description": _describe(call, query, states), "providerStates": states,
-            "request": request, "response": response}
-    if version == 4:
-        item = {"type": "Synchronous/HTTP", **item, "pending": False,
-                "comments": {"text": [f"journal call #{call.id}"]}}
     same = orjson.dumps([call.method, call.path, query, body, states, call.status, compared],
                         option=orjson.OPT_SORT_KEYS)
+    item = {"description": _describe(call, query, states), "providerStates": states,
+            "request": request, "response": response}
+    if version == 4:                            # the key: the same for calls that are the same (pacts merge by it)
+        item = {"type": "Synchronous/HTTP", "key": hashlib.sha256(same).hexdigest()[:16], **item, "pending": False,
+                "comments": {"text": [f"journal call #{call.id}"]}}
     return same, item
 
 
