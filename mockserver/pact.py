@@ -123,6 +123,10 @@ class History:
         for call in calls:
             if call.operation is not None and 200 <= call.status < 300:
                 self._learn(call)
+        self.children = {}                      # id -> the records the flow created under it
+        for record in self.records.values():
+            for parent in dict.fromkeys(record.parents) if record.created is not None else ():
+                self.children.setdefault(parent, []).append(record)
 
     def record(self, ident, word=None):
         found = self.records.get(ident)
@@ -189,23 +193,17 @@ class History:
     def _closure(self, direct, before):
         """The ids a call relied on: its own, the parents of records the flow created (up to the start
         world), and what the flow created under any of them before the call (a list shows those)."""
-        found = list(dict.fromkeys(direct))
-        grown = True
-        while grown:
-            grown = False
-            for record in self.records.values():
-                if record.created is None or record.created >= before:
-                    continue
-                if record.id in found:
-                    extra = [parent for parent in record.parents if parent not in found]
-                elif any(parent in found for parent in record.parents):
-                    extra = [record.id]
-                else:
-                    continue
-                if extra:
-                    found.extend(extra)
-                    grown = True
-        return found
+        found, queue = {}, list(direct)
+        while queue:
+            ident = queue.pop(0)
+            if ident in found:
+                continue
+            found[ident] = True
+            record = self.records.get(ident)
+            if record is not None and record.created is not None and record.created < before:
+                queue.extend(record.parents)
+            queue.extend(child.id for child in self.children.get(ident, ()) if child.created < before)
+        return list(found)
 
     def _state(self, ident, record, word, before):
         """The existence state of one record at call `before` (none for a record neither the start world
