@@ -38,6 +38,7 @@ PREFIX = "/api/v1"
 DOCUMENTS = ("/openapi.json", "/openapi.yaml")
 OPEN_CONTROL = ("/_mock/health", "/_mock/ui")   # reachable without the control token (probes, the page itself)
 GLOBAL_CONTROL = ("/_mock/sandboxes", "/_mock/health")
+READS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class Dropped(Exception):
@@ -103,12 +104,11 @@ class MockServer(Server):
         self._yaml = None
         self.control = control_app(self)
         self.access_log = access_logger(self.settings.log_format) if self.settings.access_log else None
-        origins = cors.parse(self.settings.cors_origins)
-        self.entry = (cors.Cors(self.route, origins, cors.methods_finder(self.spec, self.control.routes))
-                      if origins else self.route)
+        self.entry = cors.Cors(self.route, cors.parse(self.settings.cors_origins),
+                               cors.methods_finder(self.spec, self.control.routes))
 
     async def __call__(self, scope, receive, send):
-        await self.entry(scope, receive, send)    # CORS around everything (cors.py), unless it is off
+        await self.entry(scope, receive, send)    # CORS and the control API's guard around everything (cors.py)
 
     async def route(self, scope, receive, send):
         if scope["type"] == "lifespan":
@@ -116,7 +116,8 @@ class MockServer(Server):
             return
         if scope["type"] != "http":
             return
-        self.changes += 1
+        if scope["method"] not in READS:       # a read changes nothing the state file keeps (server.py)
+            self.changes += 1
         if self.settings.replica_name:
             send = self._tag_replica(send)
         try:

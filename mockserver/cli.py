@@ -135,8 +135,9 @@ OPTIONS = (
            "the JWTs the mock accepts (HS256; default mock-jwt-secret)", "SECRET"),
     Option("--log-level", ("MOCKSERVER_LOG_LEVEL",), one_of("critical", "error", "warning", "info", "debug"),
            "warning", "level of the server's own log (default warning)", "LEVEL"),
-    Option("--cors-origins", ("MOCKSERVER_CORS_ORIGINS",), origins, "*", "origins browser pages may call "
-           "from: * (default), a comma list such as http://localhost:3000,http://localhost:*, or off", "ORIGINS"),
+    Option("--cors-origins", ("MOCKSERVER_CORS_ORIGINS",), origins, "local", "origins browser pages may call "
+           "from: local (default: pages on localhost, 127.0.0.1, [::1]), a comma list such as "
+           "local,https://console.example.test,http://10.0.0.*:*, * (any page, the API only), or off", "ORIGINS"),
     Option("--access-log", ("MOCKSERVER_ACCESS_LOG",), flag, False, "one line per API call on stdout "
            "(default off; the variable: 1/true/yes/on or 0/false/no/off)"),
     Option("--log-format", ("MOCKSERVER_LOG_FORMAT",), one_of(*FORMATS), "text", "of the access log: text "
@@ -161,6 +162,20 @@ OPTIONS = (
            "file across restarts", "PATH"),
     Option("--save-interval", ("MOCKSERVER_SAVE_INTERVAL",), positive(number), 5.0, "seconds between saves of "
            "the state file when something changed (default 5)", "SECONDS"),
+    Option("--max-snapshots", ("MOCKSERVER_MAX_SNAPSHOTS",), positive(whole), 200, "snapshots that may exist at "
+           "once; one more is refused (default 200)", "N"),
+    Option("--header-timeout", ("MOCKSERVER_HEADER_TIMEOUT",), positive(number), 10.0, "seconds a request's line "
+           "and headers may take to arrive; then 408 and the connection closed (default 10)", "SECONDS"),
+    Option("--body-timeout", ("MOCKSERVER_BODY_TIMEOUT",), positive(number), 30.0, "seconds a request's body may "
+           "take to arrive after its headers; then 408 and the connection closed (default 30)", "SECONDS"),
+    Option("--max-header-size", ("MOCKSERVER_MAX_HEADER_SIZE",), parse_size, 64 * 1024, "largest request line "
+           "and headers together; larger is a 431 (default 64KiB)", "SIZE"),
+    Option("--max-connections", ("MOCKSERVER_MAX_CONNECTIONS",), positive(whole), 1000, "connections open at "
+           "once; one more replaces the longest-waiting one without a request in progress, else is a 503 "
+           "(default 1000, lowered to fit the open-file limit)", "N"),
+    Option("--shutdown-timeout", ("MOCKSERVER_SHUTDOWN_TIMEOUT",), non_negative(number), 5.0, "seconds requests "
+           "in progress may take to finish at shutdown before they are cancelled; the state file is saved "
+           "after them either way (default 5)", "SECONDS"),
 )
 ENVIRONMENT = {option.flag: option.env for option in OPTIONS}
 
@@ -345,6 +360,18 @@ def export(args):
     return 0
 
 
+def guarded_protocol(settings):
+    """uvicorn's protocol with the limits below HTTP (connections.py); the open-file limit raised first, and
+    --max-connections lowered (and said so) when that limit cannot hold them."""
+    from .connections import Limits, connection_budget, protocol, raise_fd_limit
+    fd_limit = raise_fd_limit()
+    connections = connection_budget(settings.max_connections, fd_limit)
+    if connections < settings.max_connections:
+        print(f"mockserver: the open-file limit is {fd_limit}: at most {connections} connections at once "
+              f"(--max-connections {settings.max_connections} lowered)", file=sys.stderr, flush=True)
+    return protocol(Limits(settings.header_timeout, settings.body_timeout, settings.max_header_size, connections))
+
+
 def serve(settings):
     from .app import MockServer
     from .check import problems_of
@@ -360,7 +387,8 @@ def serve(settings):
     server.collector = Collector()            # collections walk only what is young (collector.py)
     server.collector.install()
     config = uvicorn.Config(server, host=settings.host, port=settings.port, log_level=settings.log_level,
-                            access_log=False, lifespan="on", http="httptools", loop="uvloop")
+                            access_log=False, lifespan="on", http=guarded_protocol(settings), ws="none",
+                            loop="uvloop", timeout_graceful_shutdown=settings.shutdown_timeout)
     print(f"mockserver {settings.host}:{settings.port} clock={settings.clock} fixtures={settings.fixtures} "
           f"scenarios={len(server.scenarios.active)} max-sandboxes={settings.max_sandboxes}", file=sys.stderr, flush=True)
     uvicorn.Server(config).run()

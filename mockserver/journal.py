@@ -21,9 +21,8 @@ from datetime import datetime
 import orjson
 
 from .clock import iso
+from .validation import SECRET_FIELDS, SECRET_MARKER
 
-SECRET_FIELDS = frozenset({"secret_access_key", "cloudb_secret_key", "json_credentials", "password",
-                           "target_secret"})
 REDACTED = "**redacted**"
 FILTERS = ("method", "path", "operation", "status", "since", "scenario", "request_id")
 BODY_LIMIT = 64 * 1024          # bytes of a request or reply body kept whole
@@ -37,29 +36,41 @@ def redact_authorization(value):
     return f"{scheme} ...{credential.strip()[-4:]}"
 
 
-def redact_body(body, secret_value):
-    """Copy of a request body with secret fields (and `value` of secret operations, or of an object marked
-    `"secret": true` such as a Terraform variable) masked."""
+def redact_body(body, secret_value, fields=SECRET_FIELDS, containers=frozenset()):
+    """Copy of a request body with secret fields masked: those in `fields` (the document's writeOnly ones
+    among them), `value` of secret operations or of an object marked `"secret"` (a Terraform variable), and
+    a field that holds secrets (`containers`: a registry's config, `tf_vars`) sent in another shape than
+    objects (a string, or a list of strings, for the config: what it holds may be a secret)."""
     if isinstance(body, dict):
         out = {}
-        secret_value = secret_value or body.get("secret") is True
+        secret_value = secret_value or bool(body.get(SECRET_MARKER))
         for key, item in body.items():
-            if key in SECRET_FIELDS or (secret_value and key == "value"):
+            if key in fields or (secret_value and key == "value") or (key in containers and _misshapen(item)):
                 out[key] = REDACTED
+            elif isinstance(item, (dict, list)):
+                out[key] = redact_body(item, False, fields, containers)
             else:
-                out[key] = redact_body(item, False) if isinstance(item, (dict, list)) else item
+                out[key] = item
         return out
     if isinstance(body, list):
-        return [redact_body(item, secret_value) for item in body]
+        return [redact_body(item, secret_value, fields, containers) for item in body]
     return body
 
 
-def needs_redaction(body):
+def _misshapen(value):
+    """Not an object, nor a list of objects: not the shape of a field that holds secrets."""
+    if isinstance(value, list):
+        return any(not isinstance(item, dict) for item in value)
+    return not isinstance(value, dict)
+
+
+def needs_redaction(body, fields=SECRET_FIELDS, containers=frozenset()):
     if isinstance(body, dict):
-        return body.get("secret") is True or any(key in SECRET_FIELDS or needs_redaction(item)
-                                                 for key, item in body.items())
+        return bool(body.get(SECRET_MARKER)) or any(key in fields or key in containers
+                                                    or needs_redaction(item, fields, containers)
+                                                    for key, item in body.items())
     if isinstance(body, list):
-        return any(needs_redaction(item) for item in body)
+        return any(needs_redaction(item, fields, containers) for item in body)
     return False
 
 
@@ -200,8 +211,13 @@ class Journal:
         byte pairs sent."""
         if body is not None and operation is not None:
             secret = "Secret" in operation.operation_id
-            if secret or needs_redaction(body):
-                body = redact_body(body, secret)
+            validator = operation.body
+            fields = validator.secret_fields if validator is not None else SECRET_FIELDS
+            containers = validator.secret_containers if validator is not None else frozenset()
+            if not isinstance(body, dict) and (secret or (validator is not None and validator.holds_secrets)):
+                body = REDACTED                  # not the object asked for: whatever it is may be the secret
+            elif secret or needs_redaction(body, fields, containers):
+                body = redact_body(body, secret, fields, containers)
         truncated = None
         request = EMPTY_REQUEST if not query and body is None else orjson.dumps((query, body))
         if len(request) > self.body_limit:       # the body is most of it: keep the body cut, if it is the body

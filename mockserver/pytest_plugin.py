@@ -89,7 +89,8 @@ class MockServerClient:
             digest = hashlib.sha1(f"{self.sandbox}|{name}".encode()).hexdigest()[:12]
             stored = f"{name[:48]}.{digest}"
             self.private_snapshots[name] = stored
-        return self._control("POST", "/snapshots", json={"name": stored, "journal": journal, "replace": replace})
+        return self._control("POST", "/snapshots", json={"name": stored, "journal": journal, "replace": replace,
+                                                         "private": stored != name})
 
     def restore(self, name):
         return self._control("POST", f"/snapshots/{self.private_snapshots.get(name, name)}/restore")

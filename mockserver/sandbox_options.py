@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 import jsonschema
 
 from .clock import Clock
-from .errors import ApiError
+from .errors import ApiError, reason
 from .fixtures import FixtureError, read_fixtures
 from .scenarios import ScenarioError
 from .settings import parse_rate
@@ -60,8 +60,20 @@ def _short(message, limit=200):
     return message if len(message) <= limit else f"{message[:limit - 60]} ... {message[-50:]}"
 
 
-def world_for(server, options):
-    """(runtime, frozen origin, source description) of a new sandbox."""
+def read_folder(folder, spec):
+    """The fixtures of the `fixtures` option, or a 400 that names files and kinds of problem only: the
+    folder is the caller's choice, and its files need not be fixtures (nor the caller's to read)."""
+    try:
+        return read_fixtures(folder, spec)
+    except FixtureError as error:
+        shown = "; ".join(error.quiet[:5]) + ("; ..." if len(error.quiet) > 5 else "")
+        raise ApiError(400, f"body.fixtures: {shown} (mockserver check --fixtures {folder} on the server's "
+                            "machine shows every problem)") from None
+
+
+def world_for(server, options, fixtures=None):
+    """(runtime, frozen origin, source description) of a new sandbox; `fixtures`: the `fixtures` option's
+    folder already read (the control API reads it off the event loop)."""
     check(options)
     if not options:
         return thaw(server.origin, server.shared), server.origin, "fixtures"
@@ -74,7 +86,7 @@ def world_for(server, options):
         rt, source = thaw(snapshot.data, server.shared), f"snapshot {options['snapshot']}"
         rt.clock.resume_at(snapshot.clock_at)     # it goes on from the moment it was saved, as a restore does
     elif {"fixtures", "seed", "start"} & set(options):
-        rt, source = _built(server, options), "options"
+        rt, source = _built(server, options, fixtures), "options"
     else:
         rt, source = thaw(server.origin, server.shared), "fixtures"
     mode = options.get("clock")
@@ -93,23 +105,21 @@ def world_for(server, options):
     return rt, freeze(rt, server.shared), source
 
 
-def _built(server, options):
+def _built(server, options, fixtures=None):
     settings = server.settings
     if "seed" in options:
         settings = replace(settings, seed=options["seed"])
-    fixtures = server.fixtures
     if "fixtures" in options:
         settings = replace(settings, fixtures=options["fixtures"])
-        try:
-            fixtures = read_fixtures(options["fixtures"], server.spec)
-        except FixtureError as error:
-            raise ApiError(400, f"body.fixtures: {'; '.join(error.problems[:5])}") from None
+        fixtures = fixtures or read_folder(options["fixtures"], server.spec)
     start = _start(options["start"]) if "start" in options else None
     clock = Clock(options.get("clock", settings.clock), start=start)
     try:
-        return server.build(settings, clock, fixtures)
-    except ApiError as error:
-        raise ApiError(400, f"body.fixtures: {error.message}") from None
+        return server.build(settings, clock, fixtures or server.fixtures)
+    except ApiError as error:                  # its message may quote the files: only its kind is told
+        raise ApiError(400, f"body.fixtures: the records could not be created ({error.status} "
+                            f"{reason(error.status)}; mockserver check --fixtures {options.get('fixtures')} on "
+                            "the server's machine tells why)") from None
 
 
 EARLIEST, LATEST = 0.0, 253370764800.0        # 1970-01-01 .. 9999-01-01: times the API can render, with room

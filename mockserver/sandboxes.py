@@ -25,9 +25,14 @@ HEADER = b"x-mock-sandbox"
 NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
 
 
-def check_name(name):
-    if not NAME.match(name):
-        raise ApiError(400, f"sandbox name {name[:80]!r} is not valid: use 1 to 64 of A-Z a-z 0-9 _ . -")
+DOTS = frozenset({".", ".."})                  # path segments a client may normalise away (into `default`)
+
+
+def check_name(name, noun="sandbox"):
+    """A valid name of a sandbox (or snapshot): 1 to 64 of A-Z a-z 0-9 _ . -, and not `.` or `..`."""
+    if not NAME.match(name) or name in DOTS:
+        raise ApiError(400, f"{noun} name {name[:80]!r} is not valid: use 1 to 64 of A-Z a-z 0-9 _ . -, "
+                            "other than . and ..")
     return name
 
 
@@ -150,7 +155,9 @@ class Sandboxes:
         """The sandbox, made on first use, without counting a call (the server's own reads)."""
         return self.live.get(name) or self.create(name)
 
-    def create(self, name, options=None, replace=False):
+    def create(self, name, options=None, replace=False, fixtures=None):
+        """A sandbox made with `options` (`fixtures`: their fixtures folder, already read), or the live one
+        of that name unless `replace`."""
         check_name(name)
         self.sweep(force=True)
         if name not in self.live and len(self.live) >= self.limit:
@@ -159,7 +166,7 @@ class Sandboxes:
                                 f"server with a higher --max-sandboxes)")
         if name in self.live and not replace:
             return self.live[name]
-        box = self.make(name, options or {})
+        box = self.make(name, options or {}, fixtures) if fixtures is not None else self.make(name, options or {})
         old = self.live.get(name)
         self.live[name] = box
         if old is not None:

@@ -41,7 +41,13 @@ class Settings:
     allocator: str = "malloc"             # PYTHONMALLOC of `mockserver serve`: malloc or pymalloc
     state_file: str | None = None         # set: sandboxes and snapshots kept there across restarts
     save_interval: float = 5.0            # seconds between saves of the state file (when something changed)
-    cors_origins: str = "*"               # "*", a comma-separated list of origins, or "off"
+    max_snapshots: int = 200              # snapshots that may exist at once (the built-in one not counted)
+    header_timeout: float = 10.0          # seconds for a request's line and headers (then 408)
+    body_timeout: float = 30.0            # seconds for a request's body after its headers (then 408)
+    max_header_size: int = 64 * 1024      # bytes of request line and headers (then 431)
+    max_connections: int = 1000           # open at once (lowered to fit the open-file limit)
+    shutdown_timeout: float = 5.0         # seconds requests in progress may take at shutdown
+    cors_origins: str = "local"           # local, *, a comma-separated list of origins (and local, *), or off
     access_log: bool = False
     log_format: str = "text"              # of the access log: text or json
 

@@ -200,6 +200,12 @@ SAMPLES = {
     "--replica-name": ("r2", lambda s: s.replica_name == "r2"),
     "--state-file": ("/tmp/state.bin", lambda s: s.state_file == "/tmp/state.bin"),
     "--save-interval": ("2.5", lambda s: s.save_interval == 2.5),
+    "--max-snapshots": ("7", lambda s: s.max_snapshots == 7),
+    "--header-timeout": ("2.5", lambda s: s.header_timeout == 2.5),
+    "--body-timeout": ("4", lambda s: s.body_timeout == 4),
+    "--max-header-size": ("16k", lambda s: s.max_header_size == 16 * 1024),
+    "--max-connections": ("40", lambda s: s.max_connections == 40),
+    "--shutdown-timeout": ("0", lambda s: s.shutdown_timeout == 0),
 }
 
 
@@ -215,13 +221,15 @@ def test_every_listed_environment_variable_sets_its_option(monkeypatch):
             assert holds(settings_from(parser().parse_args(["serve"]))), name
 
 
-def test_new_options_default_to_cors_for_every_origin_and_no_access_log(monkeypatch):
+def test_new_options_default_to_cors_for_local_pages_no_access_log_and_bounded_connections(monkeypatch):
     from mockserver.cli import ENVIRONMENT, parser, settings_from
     for names in ENVIRONMENT.values():
         for name in names:
             monkeypatch.delenv(name, raising=False)
     settings = settings_from(parser().parse_args(["serve"]))
-    assert (settings.cors_origins, settings.access_log, settings.log_format) == ("*", False, "text")
+    assert (settings.cors_origins, settings.access_log, settings.log_format) == ("local", False, "text")
+    assert (settings.header_timeout, settings.body_timeout, settings.max_header_size, settings.max_connections,
+            settings.shutdown_timeout, settings.max_snapshots) == (10, 30, 64 * 1024, 1000, 5, 200)
 
 
 @pytest.mark.parametrize("args, env, needle", [
@@ -230,6 +238,11 @@ def test_new_options_default_to_cors_for_every_origin_and_no_access_log(monkeypa
     ([], {"MOCKSERVER_ACCESS_LOG": "maybe"}, "MOCKSERVER_ACCESS_LOG"),
     ([], {"MOCKSERVER_LOG_FORMAT": "xml"}, "MOCKSERVER_LOG_FORMAT"),
     (["--log-format", "xml"], {}, "--log-format"),
+    (["--cors-origins", "local,off"], {}, "off stands alone"),
+    (["--header-timeout", "0"], {}, "--header-timeout"),
+    ([], {"MOCKSERVER_MAX_CONNECTIONS": "many"}, "MOCKSERVER_MAX_CONNECTIONS"),
+    (["--max-header-size", "big"], {}, "--max-header-size"),
+    (["--shutdown-timeout", "-1"], {}, "--shutdown-timeout"),
 ])
 def test_a_bad_new_option_exits_2_with_one_clear_line(args, env, needle):
     result = run("serve", *args, env=env)
