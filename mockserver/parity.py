@@ -24,7 +24,6 @@ Safe against a real platform:
 """
 
 import fnmatch
-import re
 import secrets
 import signal
 import sys

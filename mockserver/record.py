@@ -17,6 +17,7 @@ An upstream that cannot be reached is a 502 (504 when it does not answer in `--u
 seconds) in the spec's error body, journaled like any other exchange.
 """
 
+import asyncio
 import fnmatch
 import gzip
 import logging
@@ -55,7 +56,7 @@ class Recorder:
         self.only, self.excluded = list(settings.only or ()), list(settings.excluded or ())
         self.calls = [] if settings.har else None            # journal calls, for the HAR file
         self.harvest = Harvest() if settings.fixtures_out else None
-        self.client = None
+        self.client = self.loop = None
         self.exchanges = 0
 
     # ------------------------------------------------------------ which requests
@@ -112,7 +113,9 @@ class Recorder:
 
     async def _exchange(self, method, scope, headers, body):
         """Ask the upstream: (status, headers to send on, raw body), or ApiError 502/504."""
-        if self.client is None:
+        loop = asyncio.get_running_loop()
+        if self.client is None or self.loop is not loop:    # a client belongs to the loop it was made in
+            self.loop = loop
             self.client = httpx.AsyncClient(timeout=self.settings.upstream_timeout, follow_redirects=False)
             for name in list(self.client.headers):      # only what the caller sent goes upstream
                 del self.client.headers[name]
