@@ -44,7 +44,8 @@ from .errors import ApiError
 from .parity_report import AllowError, build, junit, load_allow, markdown, public, summary, to_json
 
 MOCK_STEP = 0.5            # seconds of mock time between two polls of the mock (every state is seen)
-RETRIES = 5                # attempts of one request (429 waits, connection failures)
+RETRIES = 5                # attempts of one request (429 waits and connection failures together)
+CONNECTION_RETRIES = 2     # of which connection failures
 BUSY = (409, 423, 425)     # a delete refused while something is under way: waited out and sent again
 DELETE_TRIES = 12
 
@@ -170,7 +171,8 @@ class Side:
         self.requests = 0
 
     def call(self, method, path, body=None, query=None):
-        for attempt in range(RETRIES):
+        failures = 0
+        for _ in range(RETRIES):
             if self.pacer is not None:
                 self.pacer.before()
             started = time.perf_counter()
@@ -178,10 +180,11 @@ class Side:
             try:
                 response = self.client.request(method, self.prefix + path, params=query, headers=headers,
                                                content=None if body is None else orjson.dumps(body))
-            except httpx.HTTPError as error:
-                if attempt == RETRIES - 1 or isinstance(error, httpx.UnsupportedProtocol):
+            except httpx.HTTPError as error:     # a network fault is tried twice more, 1 then 2 s later
+                failures += 1
+                if failures > CONNECTION_RETRIES or isinstance(error, httpx.UnsupportedProtocol):
                     raise Stop(f"the {self.name} cannot be reached: {type(error).__name__}") from None
-                time.sleep(min(2 ** attempt, 10))
+                time.sleep(failures)
                 continue
             self.requests += 1
             reply = Reply(response.status_code, {k.lower(): v for k, v in response.headers.items()},
@@ -291,6 +294,7 @@ class Parity:
         created = {flows.recorded_ids(step) for step in flow} - {None}
         for side in (upstream, mock):
             side.created, side.map_ids = created, flow is not flows.BUILT_IN
+        self.flow_operations = {getattr(flows.operation_of(spec, step), "operation_id", None) for step in flow}
         self.calls = []                # every compared call, for the report
         self.not_run = {}              # operationId -> why it was not run
         self.unset = {}                # placeholder -> why no step gave it
@@ -471,11 +475,17 @@ class Parity:
             if up is not None and not up.ok and up.status != 404:
                 self.cleanup_failures.append(f"DELETE {ups[index]}: the platform answered {up.status}")
             if up is not None and replies.get("mock") is not None:
-                step = flows.Step("DELETE", ups[index])
-                operation = flows.operation_of(self.spec, step)
+                step = flows.Step("DELETE", self.named(ups[index]))
+                operation = flows.operation_of(self.spec, flows.Step("DELETE", ups[index]))
                 name = operation.operation_id if operation is not None else f"DELETE {ups[index]}"
                 self.compared(index, step, operation, name, None, [(up, None), (replies["mock"], None)])
         self.upstream.cleanup, self.mock.cleanup = [], []
+
+    def named(self, path):
+        """A path of the platform's with the ids the run saved shown by their names (`/project/{project}`)."""
+        for name, value in self.upstream.values.items():
+            path = path.replace(value, f"{{{name}}}")
+        return path
 
     def delete(self, side, path):
         """One delete, sent again while the side answers that something is under way (409, 423, 425)."""

@@ -113,7 +113,7 @@ def _rows(parity, spec, allowances):
     calls = {}
     for call in parity.calls:
         calls.setdefault(call["operation"], []).append(call)
-    in_flow = {call["operation"] for call in parity.calls} | set(parity.not_run)
+    in_flow = parity.flow_operations
     names = list(spec.operations) + [name for name in calls if name not in spec.operations]
     rows = []
     for name in names:

@@ -174,15 +174,24 @@ class Recorder:
         self.write()
 
     def write(self):
-        """The HAR file and the fixtures, each written whole to a temporary file and renamed into place."""
+        """The HAR file and the fixtures, each written whole to a temporary file and renamed into place; a
+        failure of one is said in one line and does not keep the other from being written."""
         if self.settings.har:
-            document = har.document(self.calls, str(self.base).rstrip("/"),
-                                    comment=f"recorded by mockserver record from {self.base.host}")
-            _write(Path(self.settings.har), orjson.dumps(document, option=orjson.OPT_INDENT_2))
-            _say(f"wrote {self.settings.har} ({len(self.calls)} exchanges)")
+            try:
+                document = har.document(self.calls, str(self.base).rstrip("/"),
+                                        comment=f"recorded by mockserver record from {self.base.host}")
+                _write(Path(self.settings.har), orjson.dumps(document, option=orjson.OPT_INDENT_2))
+                _say(f"wrote {self.settings.har} ({len(self.calls)} exchanges)")
+            except OSError as error:
+                _say(f"cannot write {self.settings.har}: {error.strerror or error}")
         if self.harvest is not None:
             path = Path(self.settings.fixtures_out) / RECORDED_FILE
-            _write(path, self.harvest.document(self.spec).encode())
+            try:
+                _write(path, self.harvest.document(self.spec).encode())
+            except Exception as error:         # the HAR is written; say what kept the fixtures from it
+                log.exception("writing the recorded fixtures failed")
+                _say(f"cannot write {path}: {getattr(error, 'strerror', None) or error}")
+                return
             for line in self.harvest.skipped:
                 _say(f"fixtures: left out {line}")
             _say(f"wrote {path}")

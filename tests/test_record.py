@@ -10,12 +10,9 @@ and hold no secret value.
 import gzip
 import http.client
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
@@ -24,39 +21,13 @@ import orjson
 import pytest
 from starlette.testclient import TestClient
 
-from conftest import ORG, ROOT, free_port, wait_for
+from conftest import ORG, ROOT, free_port
 from mockserver.export import project
 from mockserver.spec import Spec
-from upstream import Upstream
+from upstream import PLATFORM, PLATFORM_TOKEN, Process, Upstream, platform_folder
 
-PLATFORM_TOKEN = "platform-TOKEN-9f3a71c2e5d8"            # the upstream's own token: never written anywhere
-PLATFORM = {"Authorization": f"Token {PLATFORM_TOKEN}"}
 SECRETS = ("s3cret-APP-value-41c7", "registry-PASSWORD-88e2", "webhook-SIGNING-secret-1d90")
 HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "te", "trailer", "upgrade"}
-
-
-class Process:
-    """`mockserver <command> --port P ...` in a subprocess; stop() ends it with SIGTERM (a normal stop)."""
-
-    def __init__(self, command, *args):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.process = subprocess.Popen([sys.executable, "-m", "mockserver", command, "--port", str(self.port), *args],
-                                        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        try:
-            wait_for(f"{self.url}/_mock/health")
-        except RuntimeError:
-            self.stop()
-            raise RuntimeError(f"mockserver {command} did not start: {self.output}") from None
-        self.output = ""
-
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        out, err = self.process.communicate(timeout=20)
-        self.output = out.decode() + err.decode()
-        return self.process.returncode
 
 
 @pytest.fixture
@@ -75,13 +46,7 @@ def processes():
 
 @pytest.fixture(scope="module")
 def platform_fixtures(tmp_path_factory):
-    """The default fixtures with a token of the platform's own (so that a leak of it can be seen)."""
-    folder = tmp_path_factory.mktemp("platform")
-    for name in ("organizations.yaml", "targets.yaml"):
-        shutil.copy(ROOT / "fixtures" / name, folder / name)
-    (folder / "tokens.yaml").write_text(f"tokens:\n  - {{name: platform-admin, value: {PLATFORM_TOKEN}, "
-                                        f"organization: {ORG}, scopes: [Admin]}}\n")
-    return folder
+    return platform_folder(tmp_path_factory.mktemp("platform"))
 
 
 def raw_request(url, method, path, headers=(), body=None):
@@ -371,3 +336,29 @@ def test_a_recording_writes_a_har_and_fixtures_that_serve_the_same_records(proce
                 assert same_fields(spec, path, record, ours[ident]), (path, ident)
         assert mock.get(f"{served.url}/application/a7c9e1b3-5d7f-4b9d-8f1b-3d5f7b9d1fa5/status").json()["state"] == \
             "DEPLOYED"
+
+
+def test_the_inspector_shows_a_forwarded_calls_drift(processes, page):
+    from playwright.sync_api import expect
+    upstream = Upstream(drifting_answer)
+    try:
+        recorder = processes("record", "--upstream", upstream.url, "--only", "/project/*")
+        httpx.get(f"{recorder.url}/organization", headers={"Authorization": "Token mock-admin-token"})
+        httpx.get(f"{recorder.url}/project/{PROJECT_ID}", headers=PLATFORM)
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(f"{recorder.url}/_mock/ui#calls")
+        rows = page.locator("#call-rows tr")
+        expect(rows).to_have_count(2)
+        rows.nth(0).click()
+        detail = page.locator("#call-detail")
+        expect(detail).to_contain_text("the upstream (recorded)")
+        expect(detail.locator("ul.drift li")).to_have_count(3)
+        expect(detail).to_contain_text("$.updated_at")
+        expect(detail).to_contain_text("a field the document does not declare")
+        rows.nth(1).click()
+        expect(detail).to_contain_text("the mock")
+        expect(detail.locator("ul.drift")).to_have_count(0)
+        assert errors == []
+    finally:
+        upstream.stop()

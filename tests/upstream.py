@@ -1,4 +1,5 @@
-"""Upstreams for the recording proxy and parity tests: small threaded HTTP servers on a free loopback port.
+"""Upstreams for the recording proxy and parity tests: small threaded HTTP servers on a free loopback port,
+and `mockserver <command>` processes (`Process`), such as a second mock standing for the platform.
 
 `Upstream(answer)` answers every request with what `answer(request)` returns, (status, [(name, value)...],
 body bytes), sending exactly those headers (no Server or Date of its own) and recording each request
@@ -9,10 +10,55 @@ and change(status, headers, body) returns the reply to send instead (body as par
 
 import http.server
 import json
+import os
 import re
+import shutil
+import signal
+import subprocess
+import sys
 import threading
 
 import httpx
+
+from conftest import ORG, ROOT, free_port, wait_for
+
+PLATFORM_TOKEN = "platform-TOKEN-9f3a71c2e5d8"            # the platform's own token: never written anywhere
+PLATFORM = {"Authorization": f"Token {PLATFORM_TOKEN}"}
+
+
+def platform_folder(folder):
+    """The default fixtures with a token of the platform's own (so that a leak of it can be seen)."""
+    for name in ("organizations.yaml", "targets.yaml"):
+        shutil.copy(ROOT / "fixtures" / name, folder / name)
+    (folder / "tokens.yaml").write_text(f"tokens:\n  - {{name: platform-admin, value: {PLATFORM_TOKEN}, "
+                                        f"organization: {ORG}, scopes: [Admin]}}\n")
+    return folder
+
+
+class Process:
+    """`mockserver <command> --port P ...` in a subprocess; stop() ends it with SIGTERM (a normal stop)."""
+
+    def __init__(self, command, *args):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process = subprocess.Popen([sys.executable, "-m", "mockserver", command, "--port", str(self.port), *args],
+                                        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        try:
+            wait_for(f"{self.url}/_mock/health")
+        except RuntimeError:
+            self.stop()
+            raise RuntimeError(f"mockserver {command} did not start: {self.output}") from None
+        self.output = ""
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        out, err = self.process.communicate(timeout=20)
+        self.output = out.decode() + err.decode()
+        return self.process.returncode
+
+
 
 
 class Upstream:
