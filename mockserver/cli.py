@@ -177,6 +177,11 @@ OPTIONS = (
     Option("--sleep-after", ("MOCKSERVER_SLEEP_AFTER",), non_negative(number), 30.0, "seconds after which an "
            "idle sandbox with nothing under way is kept compressed in memory until its next request (about a "
            "tenth of the memory; 0: never; default 30)", "SECONDS"),
+    Option("--allocator", ("MOCKSERVER_ALLOCATOR",), one_of("malloc", "pymalloc"), "malloc", "memory allocator: "
+           "malloc (default) hands the memory of deleted and sleeping sandboxes back to the system; pymalloc, "
+           "Python's own, costs about 5%% less CPU per request but keeps freed memory for its own reuse (the "
+           "process restarts itself once at start to apply it, unless PYTHONMALLOC already says so)",
+           "malloc|pymalloc"),
     Option("--control-token", ("MOCKSERVER_CONTROL_TOKEN",), str, None, "require 'Authorization: Bearer "
            "<token>' on every /_mock route but health", "TOKEN"),
     Option("--replica-name", ("MOCKSERVER_REPLICA",), str, None, "name of this replica behind a router: in "
@@ -407,7 +412,20 @@ def main(argv=None):
     if args.command == "check":
         from .check import run_check
         return run_check(settings)
+    if argv is None:                           # the process's own command line: it may restart itself
+        use_allocator(settings.allocator)
     return serve(settings)
+
+
+def use_allocator(wanted):
+    """Run under the allocator asked for: Python reads PYTHONMALLOC only at start, so the process replaces
+    itself once (same pid, same arguments) with it set; nothing happens when it is already in force."""
+    if os.environ.get("PYTHONMALLOC", "pymalloc") == wanted:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "mockserver", *sys.argv[1:]],
+              {**os.environ, "PYTHONMALLOC": wanted})
 
 
 # ---------------------------------------------------------------- the commands

@@ -4,7 +4,8 @@
 `Access-Control-Request-Method`) is answered here and never reaches the request path: no
 token, no rate limit, no journal entry. Every other reply, errors included, gets
 `Access-Control-Allow-Origin` and `Access-Control-Expose-Headers` (the rate-limit headers,
-`Retry-After`, `X-Request-Id`) so that browser code can read them.
+`Retry-After`, `X-Request-Id`) so that browser code can read them: the API's request path adds them
+to the headers it makes, `added(scope, send)` to the replies made elsewhere.
 
 Origins (`--cors-origins`): `*` (the default) allows every origin; a comma-separated list
 allows those only (an entry may use `*` as a wildcard: `http://localhost:*`); `off` or
@@ -32,6 +33,7 @@ _ORIGIN = re.compile(r"(https?)://[^/\s?#]+")
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9a-z-]{1,64}")
 _PLAIN = re.compile(rb"[\x21-\x7e]{1,256}")
 
+SCOPE_KEY = "mock.cors"                 # the CORS headers a reply to this request carries (set by Cors)
 ACAO = b"access-control-allow-origin"
 VARY = (b"vary", b"Origin")
 EXPOSE = (b"access-control-expose-headers", EXPOSED)
@@ -115,13 +117,9 @@ class Cors:
         if asked is not None and origin is not None and scope["method"] == "OPTIONS":
             await self.preflight(scope, send, origin, asked_headers)
             return
-        extra = self.no_origin if origin is None else self.for_origin(origin)
-
-        async def send_with_cors(message):
-            if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", ()), *extra]
-            await send(message)
-        await self.app(scope, receive, send_with_cors)
+        # the app adds these where it makes the reply's headers (app.py): no wrapper around `send` per call
+        scope[SCOPE_KEY] = self.no_origin if origin is None else self.for_origin(origin)
+        await self.app(scope, receive, send)
 
     def for_origin(self, origin):
         """Headers of a reply to a request from `origin` (bytes): none but Vary when not allowed."""
@@ -151,6 +149,20 @@ class Cors:
             (b"access-control-allow-methods", ", ".join(sorted(methods)).encode()),
             (b"access-control-allow-headers", ", ".join(headers).encode()),
             (b"access-control-max-age", MAX_AGE)])
+
+
+def added(scope, send):
+    """`send` that adds the CORS headers of the request (replies made outside the API's request path:
+    the control API, the documents, errors before routing); `send` itself when CORS is off."""
+    extra = scope.get(SCOPE_KEY)
+    if not extra:
+        return send
+
+    async def send_with_cors(message):
+        if message["type"] == "http.response.start":
+            message["headers"] = [*message.get("headers", ()), *extra]
+        await send(message)
+    return send_with_cors
 
 
 async def _reply(send, status, body, headers):

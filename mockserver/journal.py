@@ -64,23 +64,23 @@ def needs_redaction(body):
 
 
 class Call:
-    """One journaled call. `request` is the JSON of [query, headers, body]; `response` the reply's bytes;
-    `truncated` maps "body"/"response" to the size sent when that part was kept cut; `drift` is None for a
-    call the mock answered, and for a call forwarded to the upstream (record.py) the JSON of its drift
-    findings (drift.py), `[]` when there were none."""
+    """One journaled call. `request` is the JSON of [query, body]; `request_headers` and `reply_headers` the
+    headers as `name: value` lines; `response` the reply's bytes; `truncated` maps "body"/"response" to
+    the size sent when that part was kept cut; `drift` is None for a call the mock answered, and for a call
+    forwarded to the upstream (record.py) the JSON of its drift findings (drift.py), `[]` when none."""
 
     __slots__ = ("id", "at", "method", "path", "operation", "status", "duration", "rule", "request_id", "token",
-                 "request", "response", "reply_headers", "truncated", "size", "drift")
+                 "request", "request_headers", "response", "reply_headers", "truncated", "size", "drift")
 
     def __init__(self, ident, at, method, path, operation, status, duration, rule, request_id, token, request,
-                 response, truncated, reply_headers=b"", drift=None):
+                 response, truncated, reply_headers=b"", request_headers=b"", drift=None):
         self.id, self.at, self.method, self.path, self.operation = ident, at, method, path, operation
         self.status, self.duration, self.rule, self.request_id, self.token = status, duration, rule, request_id, token
         self.request, self.response, self.truncated = request, response, truncated
-        self.reply_headers = reply_headers
+        self.request_headers, self.reply_headers = request_headers, reply_headers
         self.drift = drift
-        self.size = (OVERHEAD + len(path) + len(request) + len(response) + len(reply_headers) + len(request_id or "")
-                     + len(drift or b""))
+        self.size = (OVERHEAD + len(path) + len(request) + len(request_headers) + len(response) + len(reply_headers)
+                     + len(request_id or "") + len(drift or b""))
 
     def findings(self):
         """The drift findings of a forwarded call (a list), or None for a call the mock answered."""
@@ -89,13 +89,12 @@ class Call:
 
     def parts(self):
         """(query, headers, body) as they were recorded (a cut body is the text kept)."""
-        return orjson.loads(self.request)
+        query, body = orjson.loads(self.request)
+        return query, dict(_lines(self.request_headers)), body
 
     def response_headers(self):
         """The reply's headers as (name, value) strings, in the order sent."""
-        if not self.reply_headers:
-            return []
-        return [tuple(line.split(": ", 1)) for line in self.reply_headers.decode("latin-1").split("\n")]
+        return _lines(self.reply_headers)
 
     @property
     def template(self):
@@ -104,6 +103,25 @@ class Call:
     @property
     def operation_id(self):
         return self.operation.operation_id if self.operation else None
+
+
+def _lines(block):
+    """(name, value) pairs of `name: value` lines (bytes)."""
+    if not block:
+        return []
+    return [tuple(line.split(": ", 1)) for line in block.decode("latin-1").split("\n")]
+
+
+def header_lines(headers):
+    """Headers (a dict of str, or (bytes, bytes) pairs) as the journal keeps them."""
+    if isinstance(headers, bytes):
+        return headers
+    if isinstance(headers, dict):
+        return "\n".join(f"{name}: {value}" for name, value in headers.items()).encode("latin-1", "replace")
+    return b"\n".join(map(b": ".join, headers))
+
+
+EMPTY_REQUEST = b"[{},null]"           # no query, no body: most calls'
 
 
 class Budget:
@@ -184,29 +202,31 @@ class Journal:
     def record(self, ident, at, method, path, operation, query, headers, body, status, response, duration, rule,
                request_id=None, token=None, reply_headers=(), drift=None):
         """Store one call. `operation` is the matched Operation or None; `response` the body bytes;
-        `token` the name of the caller's token (None when the call was not authenticated); `reply_headers`
-        the (name, value) byte pairs sent; `drift` the findings of a call forwarded to the upstream."""
+        `token` the name of the caller's token (None when the call was not authenticated); `headers` the
+        request's, already redacted (`name: value` lines, a dict or byte pairs); `reply_headers` the (name, value)
+        byte pairs sent; `drift` the findings of a call forwarded to the upstream."""
         if body is not None and operation is not None:
             secret = "Secret" in operation.operation_id
             if secret or needs_redaction(body):
                 body = redact_body(body, secret)
         truncated = None
-        request = orjson.dumps((query, headers, body))
+        request = EMPTY_REQUEST if not query and body is None else orjson.dumps((query, body))
         if len(request) > self.body_limit:       # the body is most of it: keep the body cut, if it is the body
             encoded_body = orjson.dumps(body)
             if len(encoded_body) > self.body_limit:
                 truncated = {"body": len(encoded_body)}
                 cut = encoded_body[:self.body_limit].decode("utf-8", "ignore")
-                request = orjson.dumps((query, headers, cut))
+                request = orjson.dumps((query, cut))
         if len(response) > self.body_limit:
             truncated = {**(truncated or {}), "response": len(response)}
             response = response[:self.body_limit]
         else:       # a copy of its exact size: orjson's replies keep a buffer of 4 KiB or more behind them
             response = bytes(memoryview(response))
-        request = bytes(memoryview(request))
-        sent = b"\n".join(name + b": " + value for name, value in reply_headers)
+        if request is not EMPTY_REQUEST:
+            request = bytes(memoryview(request))
         call = Call(ident, at, method, path, operation, status, duration, rule, request_id, token, request,
-                    response, truncated, sent, None if drift is None else orjson.dumps(drift))
+                    response, truncated, b"\n".join(map(b": ".join, reply_headers)), header_lines(headers),
+                    None if drift is None else orjson.dumps(drift))
         self.entries.append(call)
         added = call.size
         if len(self.entries) > self.size:

@@ -135,6 +135,7 @@ class Sandboxes:
         self.wall = wall
         self.sleep_after = sleep_after          # seconds idle before a quiet world sleeps (None: never)
         self.live = {}                          # name -> Sandbox
+        self.slept = 0                          # worlds put to sleep so far (memory let go)
         self._swept = 0.0
 
     def get(self, name):
@@ -194,7 +195,7 @@ class Sandboxes:
         if self.sleep_after is not None:
             for box in self.live.values():
                 if not box.asleep and now - box.last_used > self.sleep_after:
-                    box.sleep()
+                    self.slept += box.sleep()
         return gone
 
     def awake(self):

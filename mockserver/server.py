@@ -153,8 +153,8 @@ class Server:
                 log.exception("background pump of sandbox %s failed", box.name)
         self.sandboxes.sweep()
         if self.collector is not None:
-            if self.shared.budget.trims:
-                self.shared.budget.trims = 0
+            if self.shared.budget.trims or self.sandboxes.slept:
+                self.shared.budget.trims = self.sandboxes.slept = 0
                 self.collector.release()
             self.collector.tick()
         if self.saver is not None:

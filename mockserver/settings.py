@@ -38,6 +38,7 @@ class Settings:
     sleep_after: float = 30.0             # seconds idle before a quiet sandbox's world is kept compressed (0: never)
     control_token: str | None = None      # set: every /_mock route but health needs Bearer <token>
     replica_name: str | None = None       # set: replies carry X-Mock-Replica and health names it
+    allocator: str = "malloc"             # PYTHONMALLOC of `mockserver serve`: malloc or pymalloc
     state_file: str | None = None         # set: sandboxes and snapshots kept there across restarts
     save_interval: float = 5.0            # seconds between saves of the state file (when something changed)
     cors_origins: str = "*"               # "*", a comma-separated list of origins, or "off"

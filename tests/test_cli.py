@@ -197,6 +197,7 @@ SAMPLES = {
     "--max-sandboxes": ("12", lambda s: s.max_sandboxes == 12),
     "--sandbox-ttl": ("60", lambda s: s.sandbox_ttl == 60),
     "--sleep-after": ("0", lambda s: s.sleep_after == 0),
+    "--allocator": ("pymalloc", lambda s: s.allocator == "pymalloc"),
     "--control-token": ("secret-ctl", lambda s: s.control_token == "secret-ctl"),
     "--replica-name": ("r2", lambda s: s.replica_name == "r2"),
     "--state-file": ("/tmp/state.bin", lambda s: s.state_file == "/tmp/state.bin"),
