@@ -29,6 +29,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -213,9 +214,11 @@ class Side:
             name = match[1]
             if name in constants:
                 return constants[name]
-            if name not in self.values:
-                raise Missing(name, f"{{{name}}}")
-            return self.values[name]
+            if name in self.values:
+                return self.values[name]
+            if self.map_ids:                     # a replayed body's own braces ({{ .Values }} ...) stay
+                return match[0]
+            raise Missing(name, f"{{{name}}}")
         value = flows.PLACEHOLDER.sub(placeholder, value)
         return flows.UUIDS.sub(self.mapped, value) if self.map_ids else value
 
@@ -350,6 +353,7 @@ class Parity:
             except Stop as stop:
                 self.aborted = str(stop)
             except Exception as error:          # a failure of the run itself: still clean up, then say what
+                traceback.print_exc()
                 self.aborted = f"the run failed: {type(error).__name__}: {error}"
             finally:
                 self.unwinding = True

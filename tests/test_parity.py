@@ -289,3 +289,48 @@ def test_usage_and_connection_errors_exit_2_in_one_line_without_the_token(capsys
     monkeypatch.delenv("MOCKSERVER_UPSTREAM_TOKEN")
     status, _, printed = run(capsys, tmp_path, "--upstream", unreachable)
     assert status == 2 and "parity needs --token" in printed
+
+
+STOREFRONT = "2f6b8d0a-4c1e-4b3d-9a5f-7e9c1b3d5f63"
+ELSEWHERE = "5e7a9c1e-3b5d-4f7a-9c1e-3b5d7f9a1c3e"
+
+
+def har_of(make_server, tmp_path, name, *paths):
+    """A HAR file of GETs made on a mock of the default fixtures."""
+    with TestClient(make_server(), base_url="http://mock", headers={"Authorization": "Token mock-admin-token"}) as mock:
+        for path in paths:
+            assert mock.get(path).status_code == 200
+        recorded = list(mock.app.rt.journal.entries)
+    flow = tmp_path / name
+    flow.write_bytes(orjson.dumps(har.document(recorded, "http://recorded.example")))
+    return flow
+
+
+def test_ids_of_records_both_hold_are_found_by_listing_or_given_in_a_mapping_file(platform, capsys, tmp_path,
+                                                                                  make_server):
+    moved = tmp_path / "moved"                  # the mock's storefront project has another id than the platform's
+    moved.mkdir()
+    for name in ("organizations.yaml", "targets.yaml", "tokens.yaml"):
+        (moved / name).write_text((ROOT / "fixtures" / name).read_text().replace(STOREFRONT, ELSEWHERE))
+    direct = har_of(make_server, tmp_path, "direct.har", f"/project/{STOREFRONT}")
+    listed = har_of(make_server, tmp_path, "listed.har", f"/organization/{ORG}/project", f"/project/{STOREFRONT}")
+    common = ("--upstream", platform.url, "--fixtures", str(moved))
+
+    status, report, _ = run(capsys, tmp_path, *common, "--flow", str(direct))
+    assert status == 1 and rows(report)["getProject"]["findings"][0]["message"] == \
+        "the platform answers 200, the mock 404"
+    status, report, printed = run(capsys, tmp_path, *common, "--flow", str(listed))
+    assert status == 0, printed                                   # paired by name when the list was read
+    mapping = tmp_path / "ids.yaml"
+    mapping.write_text(f"{STOREFRONT}: {ELSEWHERE}\n")
+    status, report, printed = run(capsys, tmp_path, *common, "--flow", str(direct), "--map", str(mapping))
+    assert status == 0 and rows(report)["getProject"]["result"] == "agree", printed
+
+
+def test_a_running_mock_compares_in_a_sandbox_of_its_own_that_goes_away(platform, capsys, tmp_path):
+    status, report, printed = run(capsys, tmp_path, "--upstream", platform.url, "--mock", platform.url,
+                                  "--mock-token", PLATFORM_TOKEN)
+    assert status == 0, printed
+    assert report["mock"] == platform.url and report["summary"]["agree"] >= 15
+    sandboxes = httpx.get(f"{platform.url}/_mock/sandboxes").json()
+    assert not [box for box in sandboxes["results"] if box["name"].startswith("parity-")]
