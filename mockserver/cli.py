@@ -327,7 +327,9 @@ def parser():
     top.add_argument("--version", action=_Version, help="print the package, API document and Python versions")
     commands = top.add_subparsers(dest="command", required=True)
     command_parser(commands, "serve", "run the mock server")
-    command_parser(commands, "check", "check the document, fixtures and scenarios")
+    check = command_parser(commands, "check", "check the document, fixtures and scenarios")
+    check.add_argument("folder", nargs="?", type=Path, metavar="DIR",
+                       help="the fixtures folder to check (the same as --fixtures DIR)")
     export_parser(commands)
     command_parser(commands, "record", "run the mock as a recording proxy in front of the real platform",
                    "Run the mock as a recording proxy: API requests go to --upstream with the caller's "
@@ -373,6 +375,11 @@ def settings_from(args):
             settings.scenarios = list(value)
         else:
             setattr(settings, option.dest, value)
+    folder = getattr(args, "folder", None)
+    if folder is not None:
+        if args.fixtures is not None and args.fixtures != folder:
+            raise ValueError(f"check: two fixtures folders, {folder} and --fixtures {args.fixtures}: give one")
+        settings.fixtures = folder
     if args.command == "record" and not settings.upstream:
         raise ValueError("record needs --upstream URL (or MOCKSERVER_UPSTREAM): the platform to forward to")
     given = [flag for flag, value in (("--only", settings.only), ("--except", settings.excluded),

@@ -206,7 +206,8 @@ def test_an_unreachable_upstream_is_a_502_in_the_error_body_and_journaled(make_s
 def test_record_needs_an_upstream_and_its_options_need_one_too():
     for args, needle in ((["record"], "record needs --upstream"), (["serve", "--har", "x.har"], "--har need"),
                          (["record", "--upstream", "ftp://x"], "http:// or https://"),
-                         (["record", "--upstream", "http://127.0.0.1:9", "--only", "project/*"], "starts with /")):
+                         (["record", "--upstream", "http://127.0.0.1:9", "--only", "project/*"], "starts with /"),
+                         (["check", "fixtures", "--fixtures", "elsewhere"], "two fixtures folders")):
         result = subprocess.run([sys.executable, "-m", "mockserver", *args], cwd=ROOT, capture_output=True, text=True,
                                 timeout=30)
         assert result.returncode == 2 and needle in result.stderr and "Traceback" not in result.stderr, args
@@ -321,9 +322,9 @@ def test_a_recording_writes_a_har_and_fixtures_that_serve_the_same_records(proce
     assert "value: '<fill in: secret RECORDED_SECRET of application web>'" in fixtures      # placeholders instead
     assert "target_secret: '<fill in: target_secret of webhook https://hooks.recorded.example/x>'" in fixtures
 
-    check = subprocess.run([sys.executable, "-m", "mockserver", "check", "--fixtures", str(out)], cwd=ROOT,
+    check = subprocess.run([sys.executable, "-m", "mockserver", "check", str(out)], cwd=ROOT,
                            capture_output=True, text=True, timeout=60)
-    assert check.returncode == 0, check.stderr
+    assert check.returncode == 0 and f"fixtures {out}" in check.stdout, check.stderr
     served = processes("serve", "--fixtures", str(out))
     spec = Spec.load()
     with httpx.Client(headers=PLATFORM, timeout=10) as upstream, \
