@@ -351,8 +351,10 @@ class Parity:
                 for index, step in enumerate(self.flow):
                     self.step(index, step)
             except Stop as stop:
+                self.unwinding = True            # from here on a signal is noted, not obeyed
                 self.aborted = str(stop)
             except Exception as error:          # a failure of the run itself: still clean up, then say what
+                self.unwinding = True
                 traceback.print_exc()
                 self.aborted = f"the run failed: {type(error).__name__}: {error}"
             finally:

@@ -57,7 +57,6 @@ class Recorder:
         self.calls = [] if settings.har else None            # journal calls, for the HAR file
         self.harvest = Harvest() if settings.fixtures_out else None
         self.client = self.loop = None
-        self.exchanges = 0
 
     # ------------------------------------------------------------ which requests
     def forwards(self, method, path):
@@ -105,8 +104,11 @@ class Recorder:
         await send({"type": "http.response.start", "status": status, "headers": sent_headers})
         await send({"type": "http.response.body", "body": raw})
         exchange = Exchange(method, path, scope, headers, body, status, sent_headers, raw)
-        self.exchanges += 1
-        call = self._record(rt, ident, exchange, time.perf_counter() - started, findings)
+        try:
+            call = self._record(rt, ident, exchange, time.perf_counter() - started, findings)
+        except Exception:                         # the caller has its reply; a fault here must not cost more
+            log.exception("recording %s %s failed", method, path)
+            return
         if access_log is not None:
             access_log(method, (scope.get("raw_path") or path.encode()).decode("latin-1"), status,
                        time.perf_counter() - started, call.operation_id, None, sandbox, None, call.request_id)
