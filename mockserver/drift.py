@@ -289,9 +289,9 @@ def against_headers(upstream, mock):
         if (name in upstream) != (name in mock):
             who = "the platform sends it, the mock does not" if name in upstream else \
                 "the mock sends it, the platform does not"
-            out.append(finding("header", name, f"{name}: {who}"))
+            out.append(finding("header", name, who))
         elif name in upstream and _numeric(upstream[name]) != _numeric(mock[name]):
-            out.append(finding("header", name, f"{name}: a number on one side only"))
+            out.append(finding("header", name, "a number on one side only"))
     return out
 
 
