@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.routing import Route
 
-from . import __version__, inspector
+from . import __version__, contracts, inspector
 from .auth import GRANTS, Token, mint_jwt
 from .clock import MAX_SECONDS, iso
 from .coverage import coverage
@@ -162,6 +162,28 @@ async def calls(request):
     found = journal.select(wanted) if limit is None else journal.latest(wanted, int(limit))
     return reply({"total": len(found), "dropped": journal.dropped, "journal_size": journal.size,
                   "results": [journal.render(call, rt.webhooks.caused_by(call.id)) for call in found]})
+
+
+async def export_calls(request):
+    """The calls matching the filters as a pact or a HAR log (contracts.py)."""
+    params = dict(request.query_params)
+    options = {name: params.pop(name) for name in contracts.OPTIONS if name in params}
+    wanted = filters(params)
+    box, journal = sandbox(request), world(request).journal
+    limit = params.get("limit")
+    if limit is not None and not limit.isdigit():
+        raise ApiError(400, "query.limit: must be a whole number")
+    found = journal.select(wanted) if limit is None else journal.latest(wanted, int(limit))
+    return reply(contracts.export(server(request), box, found, options, contracts.base_url(request, box)))
+
+
+async def provider_states(request):
+    """A Pact verifier's state change: {state, params, action} in the body, or in the query string."""
+    body = await json_body(request, required=False)
+    if not body:                                # a verifier told not to send a body uses the query string
+        query = dict(request.query_params)
+        body = {"state": query.pop("state", ""), "action": query.pop("action", "setup"), "params": query}
+    return reply(contracts.change(server(request), sandbox(request), body))
 
 
 async def calls_coverage(request):
@@ -400,6 +422,8 @@ ROUTES = [
     route("/_mock/calls", GET=calls, DELETE=clear_calls),
     route("/_mock/calls/verify", POST=verify),
     route("/_mock/calls/coverage", GET=calls_coverage),
+    route("/_mock/calls/export", GET=export_calls),
+    route("/_mock/provider-states", POST=provider_states),
     route("/_mock/calls/rows", GET=inspector.call_rows),
     route("/_mock/calls/{id:int}", GET=inspector.call),
     route("/_mock/deployments", GET=inspector.deployments),

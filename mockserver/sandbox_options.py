@@ -3,12 +3,13 @@
     PUT /_mock/sandboxes/{name}
     {"clock": "manual", "start": "2026-01-01T00:00:00Z", "seed": 7, "rate_limit": "5/10s",
      "scenarios": ["flaky-status", {name: ..., rules: [...]}], "fixtures": "/srv/other-fixtures",
-     "snapshot": "three-envs"}
+     "snapshot": "three-envs", "journal_body_limit": 1048576}
 
 No option: a copy of the server's start world (fast). `snapshot`: a copy of that snapshot.
 `fixtures`, `seed` or `start`: a world built for them through the handlers (a few ms), since
-ids, generated values and record times depend on them. `clock`, `rate_limit` and `scenarios`
-are then applied to the copy. The result is frozen again as the world a reset goes back to.
+ids, generated values and record times depend on them. `clock`, `rate_limit`, `scenarios` and
+`journal_body_limit` (bytes of a body the journal keeps whole) are then applied to the copy. The
+result is frozen again as the world a reset goes back to.
 """
 
 from dataclasses import replace
@@ -23,6 +24,7 @@ from .scenarios import ScenarioError
 from .settings import parse_rate
 from .world import freeze, thaw
 
+MAX_JOURNAL_BODY = 16 * 1024 * 1024             # the largest body the mock accepts by default (--max-body)
 SCHEMA = {
     "type": "object",
     "additionalProperties": False,
@@ -34,6 +36,7 @@ SCHEMA = {
         "scenarios": {"type": "array", "maxItems": 100, "items": {"type": ["string", "object"]}},
         "fixtures": {"type": "string", "minLength": 1, "maxLength": 4096},
         "snapshot": {"type": "string", "minLength": 1, "maxLength": 64},
+        "journal_body_limit": {"type": "integer", "minimum": 1024, "maximum": MAX_JOURNAL_BODY},
     },
 }
 _CHECK = jsonschema.Draft7Validator(SCHEMA)
@@ -84,6 +87,9 @@ def world_for(server, options):
             raise ApiError(400, f"body.rate_limit: {error}") from None
     for index, item in enumerate(options.get("scenarios", [])):
         _activate(server, rt, item, index)
+    if "journal_body_limit" in options:         # a test's calls kept whole up to this size (exports need them)
+        rt.journal.body_limit = options["journal_body_limit"]
+    rt.source = source
     return rt, freeze(rt, server.shared), source
 
 

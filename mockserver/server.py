@@ -112,6 +112,7 @@ class Server:
         else:
             raise ApiError(404, f"snapshot {name} not found")
         old, box.rt = box.rt, thaw(data, self.shared)
+        box.rt.source = "fixtures" if name == "fixtures" else f"snapshot {name}"
         if at is not None:
             box.rt.clock.resume_at(at)
         old.close()
