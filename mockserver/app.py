@@ -27,6 +27,7 @@ from .control import control_app
 from .errors import ApiError, invalid
 from .handlers import HANDLERS, PRECHECKS
 from .journal import redact_authorization
+from .record import Recorder
 from .runtime import Context
 from .sandboxes import DEFAULT, choose
 from .server import Server
@@ -104,10 +105,14 @@ class MockServer(Server):
         self._yaml = None
         self.control = control_app(self)
         self.access_log = access_logger(self.settings.log_format) if self.settings.access_log else None
+        self.recorder = Recorder(self.settings, self.spec) if self.settings.upstream else None   # record.py
         self.entry = cors.Cors(self.route, cors.parse(self.settings.cors_origins),
                                cors.methods_finder(self.spec, self.control.routes))
 
     async def __call__(self, scope, receive, send):
+        if self.recorder is not None and self.recorder.wants(scope):
+            await self.route(scope, receive, send)   # forwarded: the upstream's reply as it is, no CORS of ours
+            return
         await self.entry(scope, receive, send)    # CORS and the control API's guard around everything (cors.py)
 
     async def route(self, scope, receive, send):
@@ -138,7 +143,11 @@ class MockServer(Server):
             return
         box.inflight += 1                         # meanwhile the sandbox does not fall asleep
         try:
-            await self.api(box.rt, scope, receive, send, path, None if name == DEFAULT else name)
+            if self.recorder is not None and self.recorder.forwards(scope["method"], path):
+                await self.recorder.forward(box.rt, scope, receive, send, path, self.access_log,
+                                            None if name == DEFAULT else name)
+            else:
+                await self.api(box.rt, scope, receive, send, path, None if name == DEFAULT else name)
         finally:
             box.inflight -= 1
 
@@ -288,6 +297,11 @@ class MockServer(Server):
             if self._yaml is None:
                 self._yaml = self.spec.yaml_bytes()
             await _send(send, 200, self._yaml, [(b"content-type", b"application/yaml")])
+
+    async def stop(self):
+        await super().stop()
+        if self.recorder is not None:             # the HAR file and the fixtures of a recording
+            await self.recorder.close()
 
     async def _lifespan(self, receive, send):
         upkeep = None

@@ -77,19 +77,26 @@ def needs_redaction(body, fields=SECRET_FIELDS, containers=frozenset()):
 class Call:
     """One journaled call. `request` is the JSON of [query, body]; `request_headers` and `reply_headers` the
     headers as `name: value` lines; `response` the reply's bytes; `truncated` maps "body"/"response" to
-    the size sent when that part was kept cut."""
+    the size sent when that part was kept cut; `drift` is None for a call the mock answered, and for a call
+    forwarded to the upstream (record.py) the JSON of its drift findings (drift.py), `[]` when none."""
 
     __slots__ = ("id", "at", "method", "path", "operation", "status", "duration", "rule", "request_id", "token",
-                 "request", "request_headers", "response", "reply_headers", "truncated", "size")
+                 "request", "request_headers", "response", "reply_headers", "truncated", "size", "drift")
 
     def __init__(self, ident, at, method, path, operation, status, duration, rule, request_id, token, request,
-                 response, truncated, reply_headers=b"", request_headers=b""):
+                 response, truncated, reply_headers=b"", request_headers=b"", drift=None):
         self.id, self.at, self.method, self.path, self.operation = ident, at, method, path, operation
         self.status, self.duration, self.rule, self.request_id, self.token = status, duration, rule, request_id, token
         self.request, self.response, self.truncated = request, response, truncated
         self.request_headers, self.reply_headers = request_headers, reply_headers
+        self.drift = drift
         self.size = (OVERHEAD + len(path) + len(request) + len(request_headers) + len(response) + len(reply_headers)
-                     + len(request_id or ""))
+                     + len(request_id or "") + len(drift or b""))
+
+    def findings(self):
+        """The drift findings of a forwarded call (a list), or None for a call the mock answered."""
+        drift = getattr(self, "drift", None)      # calls kept by an earlier version have no such slot set
+        return None if drift is None else orjson.loads(drift)
 
     def parts(self):
         """(query, headers, body) as they were recorded (a cut body is the text kept)."""
@@ -204,11 +211,11 @@ class Journal:
         return ident
 
     def record(self, ident, at, method, path, operation, query, headers, body, status, response, duration, rule,
-               request_id=None, token=None, reply_headers=()):
+               request_id=None, token=None, reply_headers=(), drift=None):
         """Store one call. `operation` is the matched Operation or None; `response` the body bytes;
         `token` the name of the caller's token (None when the call was not authenticated); `headers` the
         request's, already redacted (`name: value` lines, a dict or byte pairs); `reply_headers` the (name, value)
-        byte pairs sent."""
+        byte pairs sent; `drift` the findings of a call forwarded to the upstream."""
         if body is not None and operation is not None:
             secret = "Secret" in operation.operation_id
             validator = operation.body
@@ -234,7 +241,8 @@ class Journal:
         if request is not EMPTY_REQUEST:
             request = bytes(memoryview(request))
         call = Call(ident, at, method, path, operation, status, duration, rule, request_id, token, request,
-                    response, truncated, b"\n".join(map(b": ".join, reply_headers)), header_lines(headers))
+                    response, truncated, b"\n".join(map(b": ".join, reply_headers)), header_lines(headers),
+                    None if drift is None else orjson.dumps(drift))
         self.entries.append(call)
         added = call.size
         if len(self.entries) > self.size:
@@ -305,6 +313,9 @@ class Journal:
             "duration_ms": round(call.duration * 1000, 3), "scenario_rule": call.rule, "request_id": call.request_id,
             "token": call.token, "webhook_deliveries": list(deliveries),
         }
+        findings = call.findings()
+        if findings is not None:
+            out["drift"] = findings
         if call.truncated:
             out["truncated"] = {part: {"bytes": size, "kept": self.body_limit} for part, size in call.truncated.items()}
         return out

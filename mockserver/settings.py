@@ -50,6 +50,12 @@ class Settings:
     cors_origins: str = "local"           # local, *, a comma-separated list of origins (and local, *), or off
     access_log: bool = False
     log_format: str = "text"              # of the access log: text or json
+    upstream: str | None = None           # set: API requests are forwarded there and recorded (record.py)
+    upstream_timeout: float = 30.0        # seconds the upstream may take to answer a forwarded request
+    only: list = field(default_factory=list)      # path globs forwarded (none: every API path)
+    excluded: list = field(default_factory=list)  # path globs answered by the mock instead (--except)
+    har: str | None = None                # set: the recorded exchanges are written there as HAR 1.2
+    fixtures_out: str | None = None       # set: what the replies showed is written there as fixtures
 
 
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
