@@ -7,10 +7,12 @@ operation must answer 2xx: no example depends on another having run first, and n
 stops what another one needs.
 """
 
+import json
 import random
 import re
 
 import pytest
+import schemathesis
 from starlette.testclient import TestClient
 
 from conftest import ADMIN
@@ -140,3 +142,52 @@ def test_action_examples_name_running_services(client, spec, kind):
         status = client.get(f"/{kind}/{service_id}/status").json()
         assert status["state"] == "DEPLOYED", (action, status)
         assert status["service_deployment_status"] == "UP_TO_DATE"
+
+
+# ---------------------------------------------------------------- examples a tool may combine
+# what a contract tester accepts for a request it holds valid (schemathesis' positive_data_acceptance)
+ACCEPTED = {401, 403, 404, 409, 429}
+
+
+def test_operation_and_property_examples_form_valid_requests_however_a_tool_combines_them(server, spec):
+    """Schemathesis' own combinations of the document's examples (operation-level examples, and each
+    parameter's and property's example mixed as its examples phase mixes them), sent in document order to
+    one mock: each is valid against the operation and none is refused with a 400 (or worse), so a default
+    contract run reports no "schema-valid request rejected"."""
+    from schemathesis.specs.openapi.examples import extract_from_schemas, extract_top_level, produce_combinations
+    refused, combos = [], 0
+    with TestClient(server, base_url="http://mock", headers=ADMIN) as client:
+        for result in schemathesis.openapi.from_dict(spec.document).get_all_operations():
+            tool = result.ok()
+            raw = tool.definition.raw
+            operation = spec.operations[raw["operationId"]]
+            for combo in produce_combinations([*extract_top_level(tool), *extract_from_schemas(tool)]):
+                combos += 1
+                path = tool.path
+                for param in raw.get("parameters", []):
+                    if param["in"] == "path":
+                        value = (combo.get("path_parameters") or {}).get(param["name"], param["example"])
+                        path = path.replace("{%s}" % param["name"], str(value))
+                query = {name: value if isinstance(value, str) else json.dumps(value)
+                         for name, value in (combo.get("query") or {}).items()}
+                body = combo.get("body", example_request(tool.path, raw, spec.components)[2])
+                errors = operation.body.errors(body, "body") if body is not None and operation.body else []
+                reply = client.request(tool.method.upper(), path, params=query, json=body)
+                if errors or not (200 <= reply.status_code < 300 or reply.status_code in ACCEPTED):
+                    refused.append(f"{operation.operation_id} {path} {query} {body}: {errors} "
+                                   f"{reply.status_code} {reply.text[:200]}")
+    assert combos >= len(spec.operations)
+    assert refused == [], "\n".join(refused)
+
+
+def test_the_document_gives_one_example_per_property(spec):
+    """Several examples of one property (`examples:`) would be combined with the others' by a tool."""
+    def keys(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                yield key
+                yield from keys(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from keys(value)
+    assert "examples" not in set(keys(spec.document))
