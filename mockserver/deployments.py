@@ -86,6 +86,18 @@ class Deployments:
             request.fail_at = len(steps) - 1
         return request
 
+    def target(self, params):
+        """(kind, name, id) of the service or cluster a call's path names, or None (scenarios' `match.service`)."""
+        store = self.rt.store
+        for value in params.values():
+            entry = store.services.find(value)
+            if entry is not None:
+                return entry.meta["type"], entry.data.get("name"), entry.id
+            entry = store.clusters.find(value)
+            if entry is not None:
+                return "CLUSTER", entry.data.get("name"), entry.id
+        return None
+
     def config_rev(self, entry):
         store = self.rt.store
         env = store.environments.find(entry.parent)
