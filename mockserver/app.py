@@ -37,8 +37,8 @@ log = logging.getLogger("mockserver")
 JSON = [(b"content-type", b"application/json")]
 PREFIX = "/api/v1"
 DOCUMENTS = ("/openapi.json", "/openapi.yaml")
-OPEN_CONTROL = ("/_mock/health", "/_mock/ui")   # reachable without the control token (probes, the page itself)
-GLOBAL_CONTROL = ("/_mock/sandboxes", "/_mock/health")
+OPEN_CONTROL = ("/_mock/health", "/_mock/ui", "/_mock/schemas")   # reachable without the control token (probes, the page itself)
+GLOBAL_CONTROL = ("/_mock/sandboxes", "/_mock/health", "/_mock/schemas")
 READS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 

@@ -17,7 +17,9 @@ is bounded (yamlbound.py): 1 MiB, 64 levels deep, and aliases adding at most 100
 """
 
 import fnmatch
+import json
 import random
+from pathlib import Path
 
 import jsonschema
 import orjson
@@ -51,16 +53,18 @@ FILE_SCHEMA = {
             "properties": {
                 "name": {"type": "string", "minLength": 1},
                 "match": {"type": "object", "additionalProperties": False, "properties": {
-                    "operation": {"type": "string"},
+                    "operation": {"type": "string", "description": "an operationId of the API document"},
                     "method": {"type": "string", "enum": ["GET", "POST", "PUT", "DELETE", "PATCH"]},
-                    "path": {"type": "string", "pattern": "^/"},
-                    "token": {"type": "string"},
+                    "path": {"type": "string", "pattern": "^/",
+                             "description": "a path template (/application/{app_id}/status) or a glob"},
+                    "token": {"type": "string", "description": "a token of the fixtures, by name or value"},
                     "headers": {"type": "object", "additionalProperties": {"type": "string"}},
                     "body": {"type": "object"},
-                    "nth": {"type": "integer", "minimum": 1},
-                    "every": {"type": "integer", "minimum": 1},
-                    "first": {"type": "integer", "minimum": 1},
-                    "probability": {"type": "number", "minimum": 0, "maximum": 1},
+                    "nth": {"type": "integer", "minimum": 1, "description": "only the n-th matching call"},
+                    "every": {"type": "integer", "minimum": 1, "description": "every n-th matching call"},
+                    "first": {"type": "integer", "minimum": 1, "description": "the first n matching calls"},
+                    "probability": {"type": "number", "minimum": 0, "maximum": 1,
+                                    "description": "fire this often, drawn from the sandbox's seed"},
                     "service": {"type": "object", "additionalProperties": False, "minProperties": 1,
                                 "description": "the service (or cluster) the call's path names",
                                 "properties": {"name": GLOB, "id": GLOB, "kind": {"enum": KINDS}}},
@@ -78,7 +82,7 @@ FILE_SCHEMA = {
                     "status": {"type": "integer", "minimum": 400, "maximum": 599},
                     "message": {"type": "string"},
                     "latency_ms": {"type": "number", "minimum": 0, "maximum": 600000},
-                    "drop": {"type": "boolean"},
+                    "drop": {"type": "boolean", "description": "close the connection without a reply"},
                     "deployment": {"type": "object", "additionalProperties": False, "minProperties": 1,
                                    "properties": {
                                        "fail_at": STEP_OR_STATE,
@@ -93,19 +97,31 @@ FILE_SCHEMA = {
                                                                               "maximum": 86400}}}},
                     "exhaust_rate_limit": {"type": "boolean"},
                     "webhook_failures": {"type": "integer", "minimum": 1, "maximum": 100},
-                    "truncate": CUT,
-                    "malformed_body": {"type": ["boolean", "string"]},
+                    "truncate": {**CUT, "description": "the headers, then part of the body, then close"},
+                    "malformed_body": {"type": ["boolean", "string"],
+                                       "description": "a body that is not JSON (true, or the text to send)"},
                     "dribble": {"type": "object", "additionalProperties": False, "required": ["delay_ms"],
+                                "description": "the body in pieces with delays of real time between them",
                                 "properties": {"chunks": {"type": "integer", "minimum": 1, "maximum": 1000},
                                                "chunk_bytes": {"type": "integer", "minimum": 1},
                                                "delay_ms": {"type": "number", "minimum": 0, "maximum": 60000}}},
-                    "reset": RESET,
+                    "reset": {**RESET, "description": "the headers (and part of the body), then a TCP reset"},
                 }},
             },
         }},
     },
 }
 _CHECKER = jsonschema.Draft7Validator(FILE_SCHEMA)
+SCHEMA_FILE = Path(__file__).with_name("schemas") / "scenario.schema.json"
+
+
+def schema_document():
+    """The scenario format as a JSON Schema document for editors (served at /_mock/schemas/scenario.json and
+    shipped as schemas/scenario.schema.json; `python -m mockserver.scenarios` writes that file anew)."""
+    return {"$schema": "http://json-schema.org/draft-07/schema#", "$id": "https://mockserver.local/scenario.json",
+            "title": "Scenario file of the IDP mock server",
+            "description": "A named list of rules; the first active rule that matches a call fires (README, "
+                           "Scenarios).", **FILE_SCHEMA}
 
 
 class ScenarioError(ValueError):
@@ -334,3 +350,7 @@ def _line_of(lines, path):
     while path not in lines and path:
         path = path[:-1]
     return lines.get(path)
+
+
+if __name__ == "__main__":
+    SCHEMA_FILE.write_text(json.dumps(schema_document(), indent=2) + "\n")
