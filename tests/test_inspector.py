@@ -318,7 +318,7 @@ def test_webhook_deliveries_show_attempts_next_retry_and_signature(ui, mock):
     row = page.locator("#delivery-rows tr[data-delivery]").first
     expect()(row).to_contain_text("DEPLOYMENT_STARTED")
     expect()(row).to_contain_text("RETRYING")
-    expect()(row).to_contain_text("ConnectError")
+    expect()(row).to_contain_text("ConnectionRefusedError")
     next_retry = row.locator("td").nth(7)
     expect()(next_retry).not_to_have_text("–")
     row.click()
