@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from . import cors, requestid
+from . import cors, jsonbody, requestid
 from .accesslog import access_logger
 from .auth import authenticate, authorize
 from .control import control_app
@@ -68,9 +68,20 @@ class Exchange:
         self.request_id = requestid.request_id(self.headers.get("x-request-id"))
 
     def journal(self, rt, status, payload):
-        rt.journal.record(self.call_id, rt.clock.now(), self.method, self.path, self.operation, self.query,
-                          self.headers, self.body, status, payload, time.perf_counter() - self.started, self.rule,
-                          self.request_id, self.token and self.token.name)
+        """Record the call. Whatever it ended in, it is journaled: a body the journal cannot keep (which
+        would be a bug) is replaced by a note saying why, rather than losing the call."""
+        body = self.body
+        for attempt in range(2):
+            try:
+                rt.journal.record(self.call_id, rt.clock.now(), self.method, self.path, self.operation, self.query,
+                                  self.headers, body, status, payload, time.perf_counter() - self.started,
+                                  self.rule, self.request_id, self.token and self.token.name)
+                return
+            except Exception as error:
+                if attempt:
+                    raise
+                log.exception("journaling %s %s failed; the call is kept without its body", self.method, self.path)
+                body = f"(body not kept: {type(error).__name__})"
 
 
 class MockServer(Server):
@@ -124,7 +135,10 @@ class MockServer(Server):
         else:
             box = self.sandboxes.get(name)
         scope = {**scope, "path": path, "mock.sandbox": box, "mock.runtime": box and box.rt}
-        await _in(box, self.control(scope, receive, requestid.tagged(scope, send)))
+        try:
+            await _in(box, self.control(scope, receive, requestid.tagged(scope, send)))
+        except Exception:                          # answered already (500 with the error body): only logged
+            log.exception("unhandled error in %s %s", scope["method"], path)
 
     def _check_control_token(self, scope, path):
         token = self.settings.control_token
@@ -182,10 +196,12 @@ class MockServer(Server):
         if self.settings.self_check:
             self._check_reply(call.operation, status, payload, call.method, call.path)
         out = call.reply_headers + (JSON if payload else []) + [(requestid.HEADER, call.request_id.encode())]
-        await send({"type": "http.response.start", "status": status, "headers": out})
-        await send({"type": "http.response.body", "body": payload})
-        call.journal(rt, status, payload)
-        self._log(scope, sandbox, status, call)
+        try:
+            await send({"type": "http.response.start", "status": status, "headers": out})
+            await send({"type": "http.response.body", "body": payload})
+        finally:                                # journaled even when the client went away meanwhile
+            call.journal(rt, status, payload)
+            self._log(scope, sandbox, status, call)
 
     async def answer(self, rt, call, scope, receive):
         """Route, pump the clock, authenticate, spend the rate limit, authorize, validate, apply the scenario
@@ -328,10 +344,7 @@ def _parse_body(raw, content_type, operation):
     media = (content_type or "").split(";", 1)[0].strip().lower()
     if media != "application/json" and not media.endswith("+json"):
         raise ApiError(415, f"request body must be application/json, not {media or 'unspecified'}")
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as error:
-        raise ApiError(400, f"body: malformed JSON: {error}", [("body", f"malformed JSON: {error}")]) from None
+    return jsonbody.loads(raw)
 
 
 def _encode(headers):

@@ -16,10 +16,11 @@ import orjson
 import yaml
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.routing import Route
 
-from . import __version__, inspector
+from . import __version__, inspector, jsonbody
 from .auth import GRANTS, Token, mint_jwt
 from .clock import MAX_SECONDS, iso
 from .coverage import coverage
@@ -63,13 +64,17 @@ async def json_body(request, required=True):
         if required:
             raise ApiError(400, "body: a JSON request body is required")
         return {}
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError as error:
-        raise ApiError(400, f"body: malformed JSON: {error}") from None
+    body = jsonbody.loads(raw)
     if not isinstance(body, dict):
         raise ApiError(400, "body: must be a JSON object")
     return body
+
+
+async def document_text(request):
+    """A YAML or JSON document sent as the body (a scenario), as text; JSON held to the nesting bound."""
+    text = (await request.body()).decode("utf-8", errors="replace")
+    jsonbody.check_document(text)
+    return text
 
 
 def resident_bytes():
@@ -228,11 +233,13 @@ async def remove_scenario(request):
 
 async def put_scenario(request):
     name, active = request.path_params["name"], world(request).scenarios
-    text = (await request.body()).decode("utf-8", errors="replace")
+    text = await document_text(request)
     try:
         active.load_text(text, f"PUT /_mock/scenarios/{name}", name=name)
     except ScenarioError as error:
         raise ApiError(400, str(error)) from None
+    except RecursionError:
+        raise jsonbody.too_deep("body") from None
     return reply(active.describe(name))
 
 
@@ -383,6 +390,16 @@ async def http_error(request, exc):
     return await api_error(request, ApiError(exc.status_code, message, headers=exc.headers))
 
 
+async def client_gone(request, exc):
+    """The client closed its connection before its body came: nobody reads this reply, but it is one."""
+    return await api_error(request, ApiError(400, "client disconnected before the body was read"))
+
+
+async def internal_error(request, exc):
+    """A bug in a control route: still the error body (the server logs the traceback)."""
+    return await api_error(request, ApiError(500, f"internal error: {type(exc).__name__}"))
+
+
 def route(path, **endpoints):
     """One route of the table: a path and its functions by method (so that a 405 lists every method)."""
     async def endpoint(request):
@@ -423,6 +440,7 @@ ROUTES = [
 
 def control_app(mock):
     """The control API of one server: the route table, the server in the app's state."""
-    app = Starlette(routes=ROUTES, exception_handlers={ApiError: api_error, HTTPException: http_error})
+    app = Starlette(routes=ROUTES, exception_handlers={ApiError: api_error, HTTPException: http_error,
+                                                       ClientDisconnect: client_gone, Exception: internal_error})
     app.state.server = mock
     return app

@@ -26,6 +26,7 @@ from starlette.responses import RedirectResponse, Response
 from .clock import iso
 from .errors import ApiError
 from .journal import mismatches, redact_body
+from .jsonbody import check_document, too_deep
 from .lifecycle import ACTIONS, ERROR_STATES
 from .scenarios import ScenarioError
 
@@ -273,9 +274,12 @@ async def activate_scenario(request):
     text = (await request.body()).decode("utf-8", errors="replace")
     if not text.strip():
         raise ApiError(400, "body: a scenario document (YAML or JSON) is required")
+    check_document(text)
     try:
         name = scenarios.load_text(text, "POST /_mock/scenarios")
     except ScenarioError as error:
         location = f"line {error.line}" if error.line else "document"
         raise ApiError(400, str(error), [(location, error.problem)]) from None
+    except RecursionError:
+        raise too_deep("body") from None
     return reply(scenarios.describe(name), 201)
