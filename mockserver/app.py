@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from . import cors, jsonbody, requestid
+from . import cors, home, jsonbody, requestid
 from .accesslog import access_logger
 from .auth import authenticate, authorize
 from .control import control_app
@@ -123,6 +123,9 @@ class MockServer(Server):
             return
         if path in DOCUMENTS:
             await self._document(scope, requestid.tagged(scope, send), path)
+        elif path == "/":
+            prefix = f"/sandbox/{name}" if scope["path"].startswith("/sandbox/") else ""
+            await self._home(scope, requestid.tagged(scope, send), name, prefix)
         else:
             await _in(box, self.api(box.rt, scope, receive, send, path, None if name == DEFAULT else name))
 
@@ -275,6 +278,22 @@ class MockServer(Server):
             if self._yaml is None:
                 self._yaml = self.spec.yaml_bytes()
             await _send(send, 200, self._yaml, [(b"content-type", b"application/yaml")])
+
+    async def _home(self, scope, send, name, prefix):
+        """`/`: links and a quick start (home.py), as HTML for a browser, else JSON."""
+        if scope["method"] not in ("GET", "HEAD"):
+            error = ApiError(405, f"method {scope['method']} is not allowed on /", headers={"Allow": "GET"})
+            await _send(send, 405, error.render(), JSON + [(b"allow", b"GET")])
+            return
+        headers = {key.decode(): value.decode("latin-1") for key, value in scope["headers"] if key in (b"host", b"accept")}
+        base = f"{scope.get('scheme', 'http')}://{headers.get('host') or 'localhost'}{prefix}"
+        tokens, org, _ = self.start_auth
+        page = home.document(base, prefix, None if name == DEFAULT else name, tokens, org,
+                             reveal=not self.settings.control_token)
+        if "text/html" in headers.get("accept", ""):
+            await _send(send, 200, home.as_html(page), [(b"content-type", b"text/html; charset=utf-8")])
+        else:
+            await _send(send, 200, home.as_json(page), JSON)
 
     async def _lifespan(self, receive, send):
         upkeep = None

@@ -93,9 +93,16 @@ async def health(request):
     memory = {"rss_bytes": resident_bytes(), "journal_bytes": budget.total, "journal_limit": budget.limit}
     if mock.collector is not None:
         memory["gc"] = mock.collector.describe()
-    return reply({"status": "ok", "version": __version__, "clock": mock.settings.clock,
-                  "replica": mock.settings.replica_name, "sandboxes": len(mock.sandboxes),
-                  "uptime_seconds": round(time.time() - mock.started, 3), "memory": memory})
+    body = {"status": "ok", "version": __version__, "clock": mock.settings.clock,
+            "replica": mock.settings.replica_name, "sandboxes": len(mock.sandboxes),
+            "uptime_seconds": round(time.time() - mock.started, 3), "memory": memory,
+            "started_from": {**mock.loaded, "saved_at": iso(mock.loaded["saved_at"])} if "saved_at" in mock.loaded
+            else mock.loaded}
+    if mock.saver is not None:
+        body["state_file"] = mock.saver.describe()
+        if body["state_file"]["failing"]:
+            body["status"] = "degraded"              # still serving: the saves are what fails
+    return reply(body)
 
 
 async def reset(request):

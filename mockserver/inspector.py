@@ -244,12 +244,26 @@ async def deployments(request):
                 group["lanes"].append({"id": target, "name": item.name, "type": item.service_type or "CLUSTER"})
             following = history[index + 1].created_at if index + 1 < len(history) else None
             group["requests"].append(timeline(item, now, following))
+    latest = {}                                 # group id -> when an API call last started a request in it
     for group in groups.values():
         group["requests"].sort(key=lambda r: (r["created_at"], r["number"]))
         group["queue"] = [r["id"] for r in group["requests"] if r["in_queue"]]
+        latest[group["id"]] = _users_first(group)
     ordered = sorted(groups.values(), key=lambda g: (g["kind"] != "environment", not g["requests"],
                                                     (g["project"] or {}).get("name") or "", g["name"] or ""))
+    ordered.sort(key=lambda g: latest[g["id"]], reverse=True)      # stable: the rest keeps its order
     return reply({"clock": rt.clock.describe(), "results": ordered})
+
+
+def _users_first(group):
+    """The lanes of services the user acted on (a request an API call started, not the fixtures) first, the
+    most recent first; returns the time of the group's most recent such request ("" if none)."""
+    called = {}
+    for item in group["requests"]:
+        if item["call_id"] is not None:
+            called[item["target_id"]] = max(called.get(item["target_id"], ""), item["created_at"] or "")
+    group["lanes"].sort(key=lambda lane: called.get(lane["id"], ""), reverse=True)
+    return max(called.values(), default="")
 
 
 async def state_tree(request):

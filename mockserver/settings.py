@@ -40,6 +40,7 @@ class Settings:
     replica_name: str | None = None       # set: replies carry X-Mock-Replica and health names it
     state_file: str | None = None         # set: sandboxes and snapshots kept there across restarts
     save_interval: float = 5.0            # seconds between saves of the state file (when something changed)
+    fresh: bool = False                   # start from the fixtures even when the state file holds a world
     cors_origins: str = "*"               # "*", a comma-separated list of origins, or "off"
     access_log: bool = False
     log_format: str = "text"              # of the access log: text or json

@@ -199,6 +199,7 @@ SAMPLES = {
     "--replica-name": ("r2", lambda s: s.replica_name == "r2"),
     "--state-file": ("/tmp/state.bin", lambda s: s.state_file == "/tmp/state.bin"),
     "--save-interval": ("2.5", lambda s: s.save_interval == 2.5),
+    "--fresh": ("yes", lambda s: s.fresh is True),
 }
 
 
