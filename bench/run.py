@@ -18,6 +18,7 @@ import shutil
 import signal
 import statistics
 import subprocess
+import tempfile
 import sys
 import time
 from pathlib import Path
@@ -57,10 +58,10 @@ def call(port, method, path, body=None, headers=TOKEN, timeout=60):
         conn.close()
 
 
-def start(cmd, port, log):
+def start(cmd, port, log, cwd=ROOT, env=None):
     """Start a server on CPU 0; return (process, seconds from start to the first answered request)."""
     began = time.perf_counter()
-    proc = subprocess.Popen(["taskset", "-c", "0", *cmd], stdout=log, stderr=log, cwd=ROOT)
+    proc = subprocess.Popen(["taskset", "-c", "0", *cmd], stdout=log, stderr=log, cwd=cwd, env=env)
     while time.perf_counter() - began < 120:
         if proc.poll() is not None:
             sys.exit(f"server exited with {proc.returncode}: {' '.join(cmd)} (log: {log.name})")
@@ -115,29 +116,45 @@ def errors_of(result, expected):
     return bad + result["socket_errors"]
 
 
+def checkout(rev):
+    """("mock@<sha>", folder) of a commit checked out into a temporary git worktree."""
+    sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", f"{rev}^{{commit}}"], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    tree = Path(tempfile.mkdtemp(prefix="bench-baseline-"))
+    tree.rmdir()
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), sha], check=True,
+                   capture_output=True)
+    return f"mock@{sha[:7]}", tree
+
+
 # ------------------------------------------------------------------ throughput
 # name -> extra options of `mockserver serve` (--variants): what CORS and the access log cost
 VARIANTS = {"mock-cors-off": ["--cors-origins", "off"], "mock-log-text": ["--access-log"],
             "mock-log-json": ["--access-log", "--log-format", "json"]}
 
 
-def servers(with_prism):
-    yield "mock", [MOCK, "serve", "--port", "{port}", "--rate-limit", RATE]
-    yield "bare", [PYTHON, str(BENCH / "bare_app.py"), "--port", "{port}"]
+def servers(with_prism, baseline=None):
+    """(name, command, working folder, environment) of each server to load, in turn."""
+    yield "mock", [MOCK, "serve", "--port", "{port}", "--rate-limit", RATE], ROOT, None
+    if baseline is not None:                  # the same venv, the package of another commit (PYTHONPATH)
+        name, tree = baseline
+        yield name, [PYTHON, "-m", "mockserver", "serve", "--port", "{port}", "--rate-limit", RATE], tree, \
+            {**os.environ, "PYTHONPATH": str(tree)}
+    yield "bare", [PYTHON, str(BENCH / "bare_app.py"), "--port", "{port}"], ROOT, None
     if with_prism:
         if not PRISM.exists():
             print(f"installing @stoplight/prism-cli@{PRISM_VERSION} into bench/.prism/ ...", flush=True)
             subprocess.run(["npm", "install", "--prefix", str(BENCH / ".prism"), "--no-audit", "--no-fund",
                             "--save-exact", f"@stoplight/prism-cli@{PRISM_VERSION}"], check=True)
         yield "prism", [str(PRISM), "mock", "-h", "127.0.0.1", "-p", "{port}", "--errors=false", "-v", "silent",
-                        str(ROOT / "mockserver" / "openapi" / "openapi.yaml")]
+                        str(ROOT / "mockserver" / "openapi" / "openapi.yaml")], ROOT, None
 
 
-def throughput(args, port):
+def throughput(args, port, baseline=None):
     rows = []
-    for name, cmd in servers(args.with_prism):
+    for name, cmd, cwd, env in servers(args.with_prism, baseline):
         with open(RESULTS / f"{name}.log.raw", "w") as log:
-            proc, _ = start([part.format(port=port) for part in cmd], port, log)
+            proc, _ = start([part.format(port=port) for part in cmd], port, log, cwd, env)
         try:
             for n in range(48):                   # the fixtures have 2 projects: make it 50
                 call(port, "POST", f"/organization/{ORG}/project", {"name": f"bench-{n}"})
@@ -146,7 +163,10 @@ def throughput(args, port):
             runs = {request: [] for request in REQUESTS}
             for rep in range(args.runs):          # round robin, so that noise spreads over every request
                 for request, (kind, path, _) in REQUESTS.items():
-                    runs[request].append(wrk(port, kind, path, tag=str(rep), secs=args.seconds))
+                    before = cpu_seconds(proc.pid)
+                    result = wrk(port, kind, path, tag=str(rep), secs=args.seconds)
+                    result["cpu_us"] = (cpu_seconds(proc.pid) - before) / max(1, result["requests"]) * 1e6
+                    runs[request].append(result)
             for request, results in runs.items():
                 rps = [r["rps"] for r in results]
                 rows.append({"server": name, "request": request, "rps": statistics.median(rps),
@@ -154,13 +174,17 @@ def throughput(args, port):
                              "p50_ms": statistics.median(r["p50_us"] for r in results) / 1000,
                              "p99_ms": statistics.median(r["p99_us"] for r in results) / 1000,
                              "errors": sum(errors_of(r, REQUESTS[request][2]) for r in results),
-                             "requests": sum(r["requests"] for r in results), "runs": results})
+                             "requests": sum(r["requests"] for r in results), "runs": results,
+                             "cpu_us": statistics.median(r["cpu_us"] for r in results)})
                 print(f"  {name:6} {request:28} {rows[-1]['rps']:9.0f} req/s", flush=True)
         finally:
             stop(proc)
-    bare = {row["request"]: row["rps"] for row in rows if row["server"] == "bare"}
+    bare = {row["request"]: row for row in rows if row["server"] == "bare"}
     for row in rows:
-        row["vs_bare"] = row["rps"] / bare[row["request"]]
+        row["vs_bare"] = row["rps"] / bare[row["request"]]["rps"]
+        # the same ratio from CPU time: what the throughput ratio is when each server has a core of its own,
+        # which stays readable when other work shares the machine (req/s then moves with the neighbours)
+        row["vs_bare_cpu"] = bare[row["request"]]["cpu_us"] / row["cpu_us"] if row["cpu_us"] else 0.0
     return rows
 
 
@@ -287,11 +311,16 @@ def markdown(report):
              f"with `--rate-limit {RATE}` so that the default 1000/h limit does not turn replies into 429s; "
              "its journal keeps its default bound. Errors: non-2xx replies (except 401 for d) and socket errors.", ""]
     if report.get("throughput"):
-        lines += ["| server | request | req/s | spread (min-max) | p50 ms | p99 ms | errors | vs bare |",
-                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        lines += ["| server | request | req/s | spread (min-max) | p50 ms | p99 ms | errors | vs bare | CPU µs/req | "
+                  "vs bare by CPU |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         lines += [f"| {r['server']} | {r['request']} | {r['rps']:.0f} | {r['rps_min']:.0f}-{r['rps_max']:.0f} | "
-                  f"{r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['errors']} | {r['vs_bare']:.2f} |"
+                  f"{r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['errors']} | {r['vs_bare']:.2f} | "
+                  f"{r.get('cpu_us', 0):.1f} | {r.get('vs_bare_cpu', 0):.2f} |"
                   for r in report["throughput"]]
+        lines += ["", "vs bare by CPU: the bare app's server CPU time per request over this server's (user + system "
+                  "time of the server process, /proc/<pid>/stat, over the requests it answered): the throughput "
+                  "ratio when each has a core to itself."]
     if report.get("variants"):
         lines += ["", "Paired: the mock as it ships and its variants, started together and loaded in turn "
                   "(req/s vs mock: median over the runs of the variant's req/s over the mock's, run by run; "
@@ -329,6 +358,8 @@ def main():
     parser.add_argument("--runs", type=int, default=5, help="runs per server and request (default 5)")
     parser.add_argument("--seconds", type=int, default=3, help="seconds per run (default 3)")
     parser.add_argument("--port", type=int, default=18080)
+    parser.add_argument("--baseline", metavar="REV", help="also load the mock of this commit (checked out into a "
+                        "temporary git worktree, run with this venv), in the same run: before and after")
     args = parser.parse_args()
     if not shutil.which("wrk"):
         sys.exit("wrk is missing: install it with `sudo apt-get install -y wrk` (Debian/Ubuntu)")
@@ -339,7 +370,12 @@ def main():
               "seconds": args.seconds, "rate_limit": RATE, "load_before": os.getloadavg()[0]}
     print(f"mock started with --rate-limit {RATE} (the default 1000/h would answer 429 under load)", flush=True)
     if not args.no_throughput:
-        report["throughput"] = throughput(args, args.port)
+        baseline = checkout(args.baseline) if args.baseline else None
+        try:
+            report["throughput"] = throughput(args, args.port, baseline)
+        finally:
+            if baseline is not None:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(baseline[1])], check=False)
     if args.variants:
         report["variants"] = variants(args, args.port)
     if args.scale:

@@ -468,6 +468,7 @@ def lookup(args, port):
 
 
 # ------------------------------------------------------------------ 3. memory of idle sandboxes
+SLEEP_AFTER = 30                                      # the server's default --sleep-after
 def rss(args, port):
     out = {"load_before": load_avg()}
     proc, port = serve(port, "rss", ["--max-sandboxes", "2000"])
@@ -494,14 +495,20 @@ def rss(args, port):
             client.call("GET", f"/sandbox/idle{i}/application/{APP}/status", headers=run.TOKEN)
         time.sleep(1)
         out["rss_1000_used_mib"] = run.rss_mib(proc.pid)
+        time.sleep(SLEEP_AFTER + 5)                   # idle past --sleep-after: the quiet worlds fall asleep
+        listed = json.loads(client.call("GET", "/_mock/sandboxes", headers={})[1])["results"]
+        out["asleep"] = sum(1 for box in listed if box.get("asleep"))
+        out["rss_1000_asleep_mib"] = run.rss_mib(proc.pid)
         client.close()
     finally:
         run.stop(proc)
     out["per_sandbox_kib"] = round((out["rss_1000_mib"] - out["rss_start_mib"]) * 1024 / 1000, 1)
     out["per_sandbox_used_kib"] = round((out["rss_1000_used_mib"] - out["rss_start_mib"]) * 1024 / 1000, 1)
+    out["per_sandbox_asleep_kib"] = round((out["rss_1000_asleep_mib"] - out["rss_start_mib"]) * 1024 / 1000, 1)
     out["load_after"] = load_avg()
     print(f"  RSS {out['rss_start_mib']} MiB -> {out['rss_1000_mib']} MiB with 1,000 more sandboxes "
-          f"({out['per_sandbox_kib']} KiB each; {out['rss_1000_used_mib']} MiB after one request each); "
+          f"({out['per_sandbox_kib']} KiB each; {out['rss_1000_used_mib']} MiB after one request each; "
+          f"{out['rss_1000_asleep_mib']} MiB once {out['asleep']} of them were asleep); "
           f"idle CPU {out['idle_cpu_1']:.1%} -> {out['idle_cpu_1001']:.1%}", flush=True)
     return out
 
@@ -633,7 +640,9 @@ def markdown(report):
         lines += ["", f"### Memory of idle sandboxes (load {m['load_before']} / {m['load_after']})", "",
                   f"RSS {m['rss_start_mib']} MiB with the default sandbox; {m['rss_1000_mib']} MiB after creating "
                   f"1,000 more ({m['per_sandbox_kib']} KiB each); {m['rss_1000_used_mib']} MiB after one request "
-                  f"to each ({m['per_sandbox_used_kib']} KiB each). Idle CPU: {m['idle_cpu_1']:.1%} with 1 sandbox, "
+                  f"to each ({m['per_sandbox_used_kib']} KiB each); {m.get('rss_1000_asleep_mib', '-')} MiB once "
+                  f"idle past --sleep-after ({m.get('asleep', '-')} asleep, {m.get('per_sandbox_asleep_kib', '-')} "
+                  f"KiB each). Idle CPU: {m['idle_cpu_1']:.1%} with 1 sandbox, "
                   f"{m['idle_cpu_1001']:.1%} with 1,001. PUT p50/p99: first 100 {m['put_first_100']['p50_ms']:.3f}/"
                   f"{m['put_first_100']['p99_ms']:.3f} ms, last 100 {m['put_last_100']['p50_ms']:.3f}/"
                   f"{m['put_last_100']['p99_ms']:.3f} ms."]

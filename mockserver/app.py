@@ -27,6 +27,7 @@ from .control import control_app
 from .errors import ApiError, invalid
 from .handlers import HANDLERS, PRECHECKS
 from .journal import redact_authorization
+from .record import Recorder
 from .runtime import Context
 from .sandboxes import DEFAULT, choose
 from .server import Server
@@ -38,6 +39,7 @@ PREFIX = "/api/v1"
 DOCUMENTS = ("/openapi.json", "/openapi.yaml")
 OPEN_CONTROL = ("/_mock/health", "/_mock/ui")   # reachable without the control token (probes, the page itself)
 GLOBAL_CONTROL = ("/_mock/sandboxes", "/_mock/health")
+READS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class Dropped(Exception):
@@ -45,37 +47,59 @@ class Dropped(Exception):
 
 
 class Exchange:
-    """One API call on its way through the request path: what was asked, and what the answer became."""
+    """One API call on its way through the request path: what was asked, and what the answer became.
+    The request's headers stay as the server gave them (bytes); only the few the path reads are decoded,
+    and the dict of all of them is made only when a scenario rule needs it."""
 
-    __slots__ = ("method", "path", "headers", "authorization", "operation", "query", "body", "token", "rule",
-                 "reply_headers", "call_id", "request_id", "started")
+    __slots__ = ("method", "path", "raw_headers", "authorization", "content_type", "operation", "query", "body",
+                 "token", "rule", "reply_headers", "call_id", "request_id", "started", "_headers")
 
     def __init__(self, rt, scope, path):
         self.started = time.perf_counter()
         self.method = scope["method"]
         self.path = path[len(PREFIX):] if path.startswith(PREFIX + "/") else path
-        self.headers, self.authorization = {}, None     # one dict for the request and the journal
-        for name, value in scope["headers"]:
-            key = name.decode("latin-1").lower()
-            if key == "authorization":
-                self.authorization = value.decode("latin-1")
-                self.headers[key] = redact_authorization(self.authorization)
-            else:
-                self.headers[key] = value.decode("latin-1")
+        self.raw_headers = scope["headers"]
+        authorization = content_type = sent_id = None
+        for name, value in self.raw_headers:
+            if name == b"authorization":
+                authorization = value.decode("latin-1")
+            elif name == b"content-type":
+                content_type = value.decode("latin-1")
+            elif name == b"x-request-id":
+                sent_id = value.decode("latin-1")
+        self.authorization, self.content_type, self._headers = authorization, content_type, None
         self.operation = self.body = self.rule = self.token = None
         self.query, self.reply_headers = {}, []
         self.call_id = rt.journal.reserve()
-        self.request_id = requestid.request_id(self.headers.get("x-request-id"))
+        self.request_id = requestid.request_id(sent_id)
 
-    def journal(self, rt, status, payload):
+    @property
+    def headers(self):
+        """name -> value of every request header, the credential cut to its last four characters."""
+        if self._headers is None:
+            self._headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in self.raw_headers}
+            if self.authorization is not None:
+                self._headers["authorization"] = redact_authorization(self.authorization)
+        return self._headers
+
+    def journaled_headers(self):
+        """The request's headers as the journal keeps them: `name: value` lines, the credential cut."""
+        if self.authorization is None:
+            return b"\n".join(map(b": ".join, self.raw_headers))
+        cut = b"authorization: " + redact_authorization(self.authorization).encode("latin-1")
+        return b"\n".join([cut if name == b"authorization" else name + b": " + value
+                            for name, value in self.raw_headers])
+
+    def journal(self, rt, status, payload, reply_headers=()):
         """Record the call. Whatever it ended in, it is journaled: a body the journal cannot keep (which
         would be a bug) is replaced by a note saying why, rather than losing the call."""
         body = self.body
         for attempt in range(2):
             try:
                 rt.journal.record(self.call_id, rt.clock.now(), self.method, self.path, self.operation, self.query,
-                                  self.headers, body, status, payload, time.perf_counter() - self.started,
-                                  self.rule, self.request_id, self.token and self.token.name)
+                                  self.journaled_headers(), body, status, payload,
+                                  time.perf_counter() - self.started, self.rule, self.request_id,
+                                  self.token and self.token.name, reply_headers)
                 return
             except Exception as error:
                 if attempt:
@@ -93,12 +117,15 @@ class MockServer(Server):
         self._yaml = None
         self.control = control_app(self)
         self.access_log = access_logger(self.settings.log_format) if self.settings.access_log else None
-        origins = cors.parse(self.settings.cors_origins)
-        self.entry = (cors.Cors(self.route, origins, cors.methods_finder(self.spec, self.control.routes))
-                      if origins else self.route)
+        self.recorder = Recorder(self.settings, self.spec) if self.settings.upstream else None   # record.py
+        self.entry = cors.Cors(self.route, cors.parse(self.settings.cors_origins),
+                               cors.methods_finder(self.spec, self.control.routes))
 
     async def __call__(self, scope, receive, send):
-        await self.entry(scope, receive, send)    # CORS around everything (cors.py), unless it is off
+        if self.recorder is not None and self.recorder.wants(scope):
+            await self.route(scope, receive, send)   # forwarded: the upstream's reply as it is, no CORS of ours
+            return
+        await self.entry(scope, receive, send)    # CORS and the control API's guard around everything (cors.py)
 
     async def route(self, scope, receive, send):
         if scope["type"] == "lifespan":
@@ -106,28 +133,39 @@ class MockServer(Server):
             return
         if scope["type"] != "http":
             return
-        self.changes += 1
+        if scope["method"] not in READS:       # a read changes nothing the state file keeps (server.py)
+            self.changes += 1
         if self.settings.replica_name:
             send = self._tag_replica(send)
         try:
             name, path = choose(scope)
             if path.startswith("/_mock"):
-                await self._control(scope, receive, send, name, path)
+                await self._control(scope, receive, cors.added(scope, send), name, path)
                 return
             if name not in self.sandboxes.live and self.settings.control_token:
                 self._check_may_create(scope, name)
             box = self.sandboxes.get(name)
             box.calls += 1
         except ApiError as error:
-            await _send(requestid.tagged(scope, send), error.status, error.render(), JSON + _encode(error.headers))
+            await _send(requestid.tagged(scope, cors.added(scope, send)), error.status, error.render(),
+                        JSON + _encode(error.headers))
             return
         if path in DOCUMENTS:
-            await self._document(scope, requestid.tagged(scope, send), path)
-        elif path == "/":
+            await self._document(scope, requestid.tagged(scope, cors.added(scope, send)), path)
+            return
+        if path == "/":
             prefix = f"/sandbox/{name}" if scope["path"].startswith("/sandbox/") else ""
-            await self._home(scope, requestid.tagged(scope, send), name, prefix)
-        else:
-            await _in(box, self.api(box.rt, scope, receive, send, path, None if name == DEFAULT else name))
+            await self._home(scope, requestid.tagged(scope, cors.added(scope, send)), name, prefix)
+            return
+        box.inflight += 1                         # meanwhile the sandbox does not fall asleep
+        try:
+            if self.recorder is not None and self.recorder.forwards(scope["method"], path):
+                await self.recorder.forward(box.rt, scope, receive, send, path, self.access_log,
+                                            None if name == DEFAULT else name)
+            else:
+                await self.api(box.rt, scope, receive, send, path, None if name == DEFAULT else name)
+        finally:
+            box.inflight -= 1
 
     async def _control(self, scope, receive, send, name, path):
         self._check_control_token(scope, path)
@@ -198,12 +236,13 @@ class MockServer(Server):
             status, payload = 500, ApiError(500, f"internal error: {type(error).__name__}").render()
         if self.settings.self_check:
             self._check_reply(call.operation, status, payload, call.method, call.path)
-        out = call.reply_headers + (JSON if payload else []) + [(requestid.HEADER, call.request_id.encode())]
+        out = [*call.reply_headers, *(JSON if payload else ()), (requestid.HEADER, call.request_id.encode()),
+               *scope.get(cors.SCOPE_KEY, ())]
         try:
             await send({"type": "http.response.start", "status": status, "headers": out})
             await send({"type": "http.response.body", "body": payload})
         finally:                                # journaled even when the client went away meanwhile
-            call.journal(rt, status, payload)
+            call.journal(rt, status, payload, out)
             self._log(scope, sandbox, status, call)
 
     async def answer(self, rt, call, scope, receive):
@@ -221,8 +260,9 @@ class MockServer(Server):
         if scope["query_string"]:
             call.query = dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
         values = self.validate(call, params, raw)
-        effects = {}
-        fired = rt.scenarios.evaluate(operation, call.method, call.path, call.token, call.headers, call.body)
+        effects, fired = {}, None
+        if rt.scenarios.active:
+            fired = rt.scenarios.evaluate(operation, call.method, call.path, call.token, call.headers, call.body)
         if fired is not None:
             call.rule, effects = fired.name, fired.effects
             await _apply(rt, effects, call.token, now)
@@ -237,7 +277,7 @@ class MockServer(Server):
         operation = call.operation
         errors = check_path(params)
         values, query_errors = operation.check_query(call.query)
-        call.body = _parse_body(raw, call.headers.get("content-type"), operation)
+        call.body = _parse_body(raw, call.content_type, operation)
         if operation.operation_id in PRECHECKS:
             PRECHECKS[operation.operation_id](call.body)
         errors += query_errors
@@ -278,6 +318,11 @@ class MockServer(Server):
             if self._yaml is None:
                 self._yaml = self.spec.yaml_bytes()
             await _send(send, 200, self._yaml, [(b"content-type", b"application/yaml")])
+
+    async def stop(self):
+        await super().stop()
+        if self.recorder is not None:             # the HAR file and the fixtures of a recording
+            await self.recorder.close()
 
     async def _home(self, scope, send, name, prefix):
         """`/`: links and a quick start (home.py), as HTML for a browser, else JSON."""

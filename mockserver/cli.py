@@ -1,6 +1,6 @@
-"""Command line: `mockserver serve`, `mockserver check` and `mockserver export`.
+"""Command line: `mockserver serve`, `check`, `export`, `record` and `parity`.
 
-Every option of `serve` and `check` is a row of one table (OPTIONS): its flag, the environment
+Every option of `serve`, `check`, `record` and `parity` is a row of one table (OPTIONS): its flag, the environment
 variables that may set it (the container sets them there; the first one set wins, and the
 command line wins over all), how its text is read, its default and its help. A value that
 cannot be read is one clear line naming the option or the variable and a non-zero exit, as is
@@ -87,6 +87,28 @@ def scenario_paths(text):
     return out
 
 
+def globs(text):
+    """Path globs (`/application/*/status`), separated by ',' in an environment variable."""
+    out = [part.strip() for part in str(text).split(",") if part.strip()]
+    for glob in out:
+        if not glob.startswith(("/", "*")):
+            raise ValueError(f"a path glob starts with / (or *), not {glob!r}")
+    return out
+
+
+def names(text):
+    """Names or globs, separated by ',' in an environment variable."""
+    return [part.strip() for part in str(text).split(",") if part.strip()]
+
+
+def url(text):
+    """An http(s) URL with a host."""
+    match = re.match(r"^https?://[^/\s?#]+", str(text).strip())
+    if not match:
+        raise ValueError(f"must be an http:// or https:// URL, not {str(text)[:80]!r}")
+    return str(text).strip()
+
+
 def port(text):
     value = whole(text)
     if not 0 <= value <= 65535:
@@ -102,20 +124,27 @@ class Option:
     default: object           # the value when neither the command line nor the environment gives one
     help: str
     metavar: str = None
-    commands: tuple = ("serve",)
+    commands: tuple = ("serve",)      # an option of `serve` is one of `record` too
+    name: str = None                  # where the value goes, when not the flag's name
 
     @property
     def dest(self):
-        return self.flag[2:].replace("-", "_")
+        return self.name or self.flag[2:].replace("-", "_")
+
+    def of(self, command):
+        return command in self.commands or (command == "record" and "serve" in self.commands)
+
+
+REPEATED = ("--scenario", "--only", "--except", "--skip")      # options given once per value
 
 
 OPTIONS = (
     Option("--fixtures", ("MOCKSERVER_FIXTURES",), Path, None, "folder of fixture YAML files (default: the "
-           "embedded defaults)", "DIR", ("serve", "check")),
+           "embedded defaults; parity: of the mock it builds)", "DIR", ("serve", "check", "parity")),
     Option("--scenario", ("MOCKSERVER_SCENARIOS",), scenario_paths, [], "scenario file or folder of them to "
            "activate; repeatable (the variable: files or folders separated by ':')", "PATH", ("serve", "check")),
     Option("--seed", ("MOCKSERVER_SEED",), whole, 1, "seed of generated ids and fake data (default 1)", "N",
-           ("serve", "check")),
+           ("serve", "check", "parity")),
     Option("--host", ("MOCKSERVER_HOST", "HOST", "UVICORN_HOST"), str, "127.0.0.1",
            "address to listen on (default 127.0.0.1; 0.0.0.0 in a container)", "ADDRESS"),
     Option("--port", ("MOCKSERVER_PORT", "PORT", "UVICORN_PORT"), port, 8080, "port to listen on (default 8080)",
@@ -139,8 +168,9 @@ OPTIONS = (
            "the JWTs the mock accepts (HS256; default mock-jwt-secret)", "SECRET"),
     Option("--log-level", ("MOCKSERVER_LOG_LEVEL",), one_of("critical", "error", "warning", "info", "debug"),
            "warning", "level of the server's own log (default warning)", "LEVEL"),
-    Option("--cors-origins", ("MOCKSERVER_CORS_ORIGINS",), origins, "*", "origins browser pages may call "
-           "from: * (default), a comma list such as http://localhost:3000,http://localhost:*, or off", "ORIGINS"),
+    Option("--cors-origins", ("MOCKSERVER_CORS_ORIGINS",), origins, "local", "origins browser pages may call "
+           "from: local (default: pages on localhost, 127.0.0.1, [::1]), a comma list such as "
+           "local,https://console.example.test,http://10.0.0.*:*, * (any page, the API only), or off", "ORIGINS"),
     Option("--access-log", ("MOCKSERVER_ACCESS_LOG",), flag, False, "one line per API call on stdout "
            "(default off; the variable: 1/true/yes/on or 0/false/no/off)"),
     Option("--log-format", ("MOCKSERVER_LOG_FORMAT",), one_of(*FORMATS), "text", "of the access log: text "
@@ -152,6 +182,11 @@ OPTIONS = (
     Option("--sleep-after", ("MOCKSERVER_SLEEP_AFTER",), non_negative(number), 30.0, "seconds after which an "
            "idle sandbox with nothing under way is kept compressed in memory until its next request (about a "
            "tenth of the memory; 0: never; default 30)", "SECONDS"),
+    Option("--allocator", ("MOCKSERVER_ALLOCATOR",), one_of("malloc", "pymalloc"), "malloc", "memory allocator: "
+           "malloc (default) hands the memory of deleted and sleeping sandboxes back to the system; pymalloc, "
+           "Python's own, costs about 5%% less CPU per request but keeps freed memory for its own reuse (the "
+           "process restarts itself once at start to apply it, unless PYTHONMALLOC already says so)",
+           "malloc|pymalloc"),
     Option("--control-token", ("MOCKSERVER_CONTROL_TOKEN",), str, None, "require 'Authorization: Bearer "
            "<token>' on every /_mock route but health", "TOKEN"),
     Option("--replica-name", ("MOCKSERVER_REPLICA",), str, None, "name of this replica behind a router: in "
@@ -160,8 +195,74 @@ OPTIONS = (
            "file across restarts", "PATH"),
     Option("--save-interval", ("MOCKSERVER_SAVE_INTERVAL",), positive(number), 5.0, "seconds between saves of "
            "the state file when something changed (default 5)", "SECONDS"),
+    Option("--max-snapshots", ("MOCKSERVER_MAX_SNAPSHOTS",), positive(whole), 200, "snapshots that may exist at "
+           "once; one more is refused (default 200)", "N"),
+    Option("--header-timeout", ("MOCKSERVER_HEADER_TIMEOUT",), positive(number), 10.0, "seconds a request's line "
+           "and headers may take to arrive; then 408 and the connection closed (default 10)", "SECONDS"),
+    Option("--body-timeout", ("MOCKSERVER_BODY_TIMEOUT",), positive(number), 30.0, "seconds a request's body may "
+           "take to arrive after its headers; then 408 and the connection closed (default 30)", "SECONDS"),
+    Option("--max-header-size", ("MOCKSERVER_MAX_HEADER_SIZE",), parse_size, 64 * 1024, "largest request line "
+           "and headers together; larger is a 431 (default 64KiB)", "SIZE"),
+    Option("--max-connections", ("MOCKSERVER_MAX_CONNECTIONS",), positive(whole), 1000, "connections open at "
+           "once; one more replaces the longest-waiting one without a request in progress, else is a 503 "
+           "(default 1000, lowered to fit the open-file limit)", "N"),
+    Option("--shutdown-timeout", ("MOCKSERVER_SHUTDOWN_TIMEOUT",), non_negative(number), 5.0, "seconds requests "
+           "in progress may take to finish at shutdown before they are cancelled; the state file is saved "
+           "after them either way (default 5)", "SECONDS"),
     Option("--fresh", ("MOCKSERVER_FRESH",), flag, False, "start from the fixtures even when the state file "
            "holds a world (the file is kept as PATH.previous; default off; the variable: 1/true/yes/on)"),
+    # ---- the recording proxy (record.py) and the parity run (parity.py)
+    Option("--upstream", ("MOCKSERVER_UPSTREAM",), url, None, "base URL of the real platform: API requests are "
+           "forwarded there and recorded (record; serve too), or the flow runs there (parity)", "URL",
+           ("serve", "parity")),
+    Option("--only", ("MOCKSERVER_ONLY",), globs, [], "forward only the API paths this glob matches (a path such "
+           "as /application/*/status or an operation's template); repeatable; the rest is answered by the mock "
+           "(the variable: globs separated by ',')", "GLOB", name="only"),
+    Option("--except", ("MOCKSERVER_EXCEPT",), globs, [], "answer the API paths this glob matches with the mock "
+           "instead of forwarding them; repeatable", "GLOB", name="excluded"),
+    Option("--har", ("MOCKSERVER_HAR",), Path, None, "write the forwarded exchanges to this file as HAR 1.2 when "
+           "the recorder stops (redacted as the journal)", "FILE"),
+    Option("--fixtures-out", ("MOCKSERVER_FIXTURES_OUT",), Path, None, "write what the upstream's replies showed "
+           "to DIR/recorded.yaml as fixtures when the recorder stops (secret values never)", "DIR"),
+    Option("--upstream-timeout", ("MOCKSERVER_UPSTREAM_TIMEOUT",), positive(number), 30.0, "seconds the upstream "
+           "may take to answer one request (default 30; past it: 504)", "SECONDS", ("serve", "parity")),
+    Option("--token", ("MOCKSERVER_UPSTREAM_TOKEN",), str, None, "API token for the platform (better in the "
+           "variable than on the command line; never printed)", "TOKEN", ("parity",)),
+    Option("--auth-scheme", ("MOCKSERVER_UPSTREAM_AUTH_SCHEME",), one_of("Token", "Bearer"), "Token", "scheme "
+           "word the token is sent with (default Token)", "Token|Bearer", ("parity",)),
+    Option("--flow", ("MOCKSERVER_PARITY_FLOW",), Path, None, "replay this HAR file or journal (GET /_mock/calls) "
+           "instead of the built-in flow", "FILE", ("parity",)),
+    Option("--allow-writes", ("MOCKSERVER_PARITY_ALLOW_WRITES",), flag, False, "run the steps that create, edit, "
+           "deploy and delete (default: read-only); what they create is deleted at the end", None, ("parity",)),
+    Option("--allow", ("MOCKSERVER_PARITY_ALLOW",), Path, None, "allow-list of known differences (YAML: "
+           "operation, kind, path, reason): they do not fail the run", "FILE", ("parity",)),
+    Option("--map", ("MOCKSERVER_PARITY_MAP",), Path, None, "ids of the platform and the mock's that are the same "
+           "record (YAML: platform-id: mock-id), for a replayed flow", "FILE", ("parity",), name="mapping"),
+    Option("--pace", ("MOCKSERVER_PARITY_PACE",), parse_rate, (900, 3600.0), "requests to the platform per "
+           "window, e.g. 900/1h (default 900/3600: under its 1000 an hour); 429 and Retry-After are honoured "
+           "besides", "N/WINDOW", ("parity",)),
+    Option("--poll-interval", ("MOCKSERVER_PARITY_POLL_INTERVAL",), positive(number), 5.0, "seconds between two "
+           "status reads while a deployment runs on the platform (default 5)", "SECONDS", ("parity",)),
+    Option("--poll-timeout", ("MOCKSERVER_PARITY_POLL_TIMEOUT",), positive(number), 1800.0, "seconds a status "
+           "is polled at most (default 1800)", "SECONDS", ("parity",)),
+    Option("--max-wait", ("MOCKSERVER_PARITY_MAX_WAIT",), non_negative(number), 3600.0, "longest wait for the "
+           "rate limit the run accepts; a longer one stops it (default 3600)", "SECONDS", ("parity",)),
+    Option("--mock", ("MOCKSERVER_PARITY_MOCK_URL",), url, None, "a running mock to compare with (a sandbox is made there "
+           "for the run and deleted after); default: a mock built here from --fixtures", "URL", ("parity",)),
+    Option("--mock-token", ("MOCKSERVER_PARITY_MOCK_TOKEN",), str, "mock-admin-token", "API token of the mock's "
+           "fixtures (default mock-admin-token)", "TOKEN", ("parity",)),
+    Option("--mock-control-token", ("MOCKSERVER_CONTROL_TOKEN",), str, None, "control token of the running mock "
+           "(--mock), when it has one", "TOKEN", ("parity",)),
+    Option("--markdown", ("MOCKSERVER_PARITY_MARKDOWN",), Path, None, "write the report as Markdown", "FILE",
+           ("parity",)),
+    Option("--json", ("MOCKSERVER_PARITY_JSON",), Path, None, "write the report as JSON", "FILE", ("parity",)),
+    Option("--junit", ("MOCKSERVER_PARITY_JUNIT",), Path, None, "write the report as JUnit XML (a test case per "
+           "operation)", "FILE", ("parity",)),
+    Option("--skip", ("MOCKSERVER_PARITY_SKIP",), names, [], "leave out the steps of the "
+           "operations this glob names (operationId, e.g. 'deploy*'); repeatable", "OPERATION", ("parity",)),
+    Option("--git-url", ("MOCKSERVER_PARITY_GIT_URL",), url, "https://git.example.com/parity/hello.git",
+           "repository the built-in flow's application builds from (give one the platform can build)", "URL",
+           ("parity",)),
 )
 ENVIRONMENT = {option.flag: option.env for option in OPTIONS}
 
@@ -206,19 +307,20 @@ def epilog(options):
     return "\n".join(lines)
 
 
-def command_parser(commands, name, text):
-    options = [option for option in OPTIONS if name in option.commands]
-    sub = commands.add_parser(name, help=text, description=text, epilog=epilog(options),
+def command_parser(commands, name, text, description=None):
+    options = [option for option in OPTIONS if option.of(name)]
+    sub = commands.add_parser(name, help=text, description=description or text, epilog=epilog(options),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     for option in options:
         if option.read is flag:
-            sub.add_argument(option.flag, action=argparse.BooleanOptionalAction, default=None, help=option.help)
-        elif option.flag == "--scenario":
+            sub.add_argument(option.flag, action=argparse.BooleanOptionalAction, default=None, help=option.help,
+                             dest=option.dest)
+        elif option.flag in REPEATED:
             sub.add_argument(option.flag, action="append", type=argument_type(option), default=None,
-                             metavar=option.metavar, help=option.help)
+                             metavar=option.metavar, help=option.help, dest=option.dest)
         else:
             sub.add_argument(option.flag, type=argument_type(option), default=None, metavar=option.metavar,
-                             help=option.help)
+                             help=option.help, dest=option.dest)
     return sub
 
 
@@ -241,13 +343,26 @@ def export_parser(commands):
 def parser():
     top = argparse.ArgumentParser(prog="mockserver", description=__doc__.split("\n")[0],
                                   formatter_class=argparse.RawDescriptionHelpFormatter,
-                                  epilog=epilog(OPTIONS) + "\n\n`mockserver serve --help`, `mockserver check "
-                                                           "--help` and `mockserver export --help` list their options.")
+                                  epilog=epilog(OPTIONS) + "\n\n`mockserver COMMAND --help` lists the options of "
+                                                           "serve, check, export, record and parity.")
     top.add_argument("--version", action=_Version, help="print the package, API document and Python versions")
     commands = top.add_subparsers(dest="command", required=True)
     command_parser(commands, "serve", "run the mock server")
-    command_parser(commands, "check", "check the document, fixtures and scenarios")
+    check = command_parser(commands, "check", "check the document, fixtures and scenarios")
+    check.add_argument("folder", nargs="?", type=Path, metavar="DIR",
+                       help="the fixtures folder to check (the same as --fixtures DIR)")
     export_parser(commands)
+    command_parser(commands, "record", "run the mock as a recording proxy in front of the real platform",
+                   "Run the mock as a recording proxy: API requests go to --upstream with the caller's "
+                   "Authorization and come back unchanged; each exchange is checked against the mock's document "
+                   "(its drift), journaled, and written with --har and --fixtures-out when the recorder stops. "
+                   "--only/--except choose the paths forwarded; the mock answers the rest. Every serve option "
+                   "applies.")
+    command_parser(commands, "parity", "compare the mock with the real platform, call by call",
+                   "Run one flow (the built-in one, or --flow FILE) against --upstream and against a fresh "
+                   "sandbox of the mock, and compare them call by call. Read-only unless --allow-writes; what it "
+                   "creates is deleted at the end, also when interrupted. Exit 0: no drift (or only allowed "
+                   "drift); 1: drift; 2: usage, connection or cleanup errors, or interrupted.")
     return top
 
 
@@ -257,7 +372,7 @@ def value_of(option, args):
     that cannot be read is a ValueError naming it."""
     given = getattr(args, option.dest, None)
     if given is not None:
-        return [path for paths in given for path in paths] if option.flag == "--scenario" else given
+        return [item for items in given for item in items] if option.flag in REPEATED else given
     for name in option.env:
         text = os.environ.get(name)
         if text:
@@ -271,7 +386,7 @@ def value_of(option, args):
 def settings_from(args):
     settings = Settings()
     for option in OPTIONS:
-        if args.command not in option.commands:
+        if not option.of(args.command):
             continue
         value = value_of(option, args)
         if option.flag == "--rate-limit":
@@ -281,7 +396,30 @@ def settings_from(args):
             settings.scenarios = list(value)
         else:
             setattr(settings, option.dest, value)
+    folder = getattr(args, "folder", None)
+    if folder is not None:
+        if args.fixtures is not None and args.fixtures != folder:
+            raise ValueError(f"check: two fixtures folders, {folder} and --fixtures {args.fixtures}: give one")
+        settings.fixtures = folder
+    if args.command == "record" and not settings.upstream:
+        raise ValueError("record needs --upstream URL (or MOCKSERVER_UPSTREAM): the platform to forward to")
+    given = [flag for flag, value in (("--only", settings.only), ("--except", settings.excluded),
+                                      ("--har", settings.har), ("--fixtures-out", settings.fixtures_out)) if value]
+    if given and not settings.upstream:
+        raise ValueError(f"{', '.join(given)} need --upstream URL: they choose and keep what is forwarded")
     return settings
+
+
+def parity_config(args):
+    """The parity run's options; the upstream and its token are required."""
+    from .parity import Config
+    values = {option.dest: value_of(option, args) for option in OPTIONS if option.of("parity")}
+    values["timeout"] = values.pop("upstream_timeout")
+    if not values["upstream"]:
+        raise ValueError("parity needs --upstream URL (or MOCKSERVER_UPSTREAM): the platform to compare with")
+    if not values["token"]:
+        raise ValueError("parity needs --token TOKEN, or better MOCKSERVER_UPSTREAM_TOKEN: the platform's API token")
+    return Config(**values)
 
 
 def main(argv=None):
@@ -289,14 +427,33 @@ def main(argv=None):
         args = parser().parse_args(argv)
         if args.command == "export":
             return export(args)
-        settings = settings_from(args)
+        if args.command == "parity":
+            config = parity_config(args)
+        else:
+            settings = settings_from(args)
     except ValueError as error:
         print(f"mockserver: {error}", file=sys.stderr)
         return 2
+    if args.command == "parity":
+        from .parity import run
+        return run(config)
     if args.command == "check":
         from .check import run_check
         return run_check(settings)
+    if argv is None:                           # the process's own command line: it may restart itself
+        use_allocator(settings.allocator)
     return serve(settings)
+
+
+def use_allocator(wanted):
+    """Run under the allocator asked for: Python reads PYTHONMALLOC only at start, so the process replaces
+    itself once (same pid, same arguments) with it set; nothing happens when it is already in force."""
+    if os.environ.get("PYTHONMALLOC", "pymalloc") == wanted:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "mockserver", *sys.argv[1:]],
+              {**os.environ, "PYTHONMALLOC": wanted})
 
 
 # ---------------------------------------------------------------- the commands
@@ -333,6 +490,22 @@ def export(args):
     return 0
 
 
+def guarded_protocol(settings):
+    """uvicorn's protocol with the limits below HTTP (connections.py); the open-file limit raised first, and
+    --max-connections lowered (and said so) when that limit cannot hold them."""
+    from .connections import Limits, connection_budget, protocol, raise_fd_limit
+    fd_limit = raise_fd_limit()
+    connections = connection_budget(settings.max_connections, fd_limit)
+    if connections < settings.max_connections:
+        print(f"mockserver: the open-file limit is {fd_limit}: at most {connections} connections at once "
+              f"(--max-connections {settings.max_connections} lowered)", file=sys.stderr, flush=True)
+    return protocol(Limits(settings.header_timeout, settings.body_timeout, settings.max_header_size, connections))
+
+
+def _public(address):
+    return re.sub(r"//[^/@]*@", "//", address)
+
+
 def serve(settings):
     """Run the mock: exit 0 after a stop (Ctrl-C, SIGTERM), 1 when the last save of the state file failed,
     2 when it cannot start (one line per problem)."""
@@ -355,8 +528,11 @@ def serve(settings):
     from .collector import Collector
     server.collector = Collector()            # collections walk only what is young (collector.py)
     server.collector.install()
+    # a recording proxy sends the upstream's headers as they came: no Date or Server header of its own
     config = uvicorn.Config(server, host=settings.host, port=settings.port, log_level=settings.log_level,
-                            access_log=False, lifespan="on", http="httptools", loop="uvloop")
+                            access_log=False, lifespan="on", http=guarded_protocol(settings), ws="none",
+                            loop="uvloop", timeout_graceful_shutdown=settings.shutdown_timeout,
+                            server_header=not settings.upstream, date_header=not settings.upstream)
     print("\n".join(start_lines(settings, server, listener.getsockname()[1])), file=sys.stderr, flush=True)
     for number in (signal.SIGINT, signal.SIGTERM):
         # uvicorn stops gracefully on these, then sends the signal again to whatever handled it before:
@@ -402,7 +578,8 @@ def start_lines(settings, server, port):
     base = f"http://{shown}:{port}"
     everywhere = " (every address)" if shown != host and f"[{host}]" != shown else ""
     lines = [f"mockserver {__version__} on {base}{everywhere}: clock {settings.clock}, "
-             f"{len(server.scenarios.active)} scenario(s), at most {settings.max_sandboxes} sandboxes"]
+             f"{len(server.scenarios.active)} scenario(s), at most {settings.max_sandboxes} sandboxes"
+             + (f", forwarding to {_public(settings.upstream)}" if settings.upstream else "")]
     loaded = server.loaded
     if loaded["from"] == "state file":
         saved = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(loaded["saved_at"]))

@@ -55,6 +55,6 @@ _last = [None, ""]                             # one request stamps several reco
 
 def iso(ts):
     if ts != _last[0]:
-        _last[1] = datetime.fromtimestamp(ts, timezone.utc).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+        _last[1] = datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="microseconds")[:-6] + "Z"
         _last[0] = ts
     return _last[1]

@@ -8,6 +8,7 @@ chosen in app.py) or the sandbox itself. Health, sandboxes and snapshots are glo
 The inspector's routes (functions of inspector.py) are in the same table.
 """
 
+import asyncio
 import os
 import time
 from pathlib import Path
@@ -20,10 +21,11 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.routing import Route
 
-from . import __version__, inspector, jsonbody
+from . import __version__, bodies, contracts, inspector, jsonbody, sandbox_options
 from .auth import GRANTS, Token, mint_jwt
 from .clock import MAX_SECONDS, iso
 from .coverage import coverage
+from .cors import cross_origin
 from .errors import ApiError
 from .export import export_fixtures
 from .journal import FILTERS, mismatches, parse_since
@@ -59,7 +61,7 @@ def no_content():
 
 
 async def json_body(request, required=True):
-    raw = await request.body()
+    raw = await bodies.read(request, server(request).settings.max_body)
     if not raw.strip():
         if required:
             raise ApiError(400, "body: a JSON request body is required")
@@ -72,7 +74,7 @@ async def json_body(request, required=True):
 
 async def document_text(request):
     """A YAML or JSON document sent as the body (a scenario), as text; JSON held to the nesting bound."""
-    text = (await request.body()).decode("utf-8", errors="replace")
+    text = await bodies.scenario_text(request)
     jsonbody.check_document(text)
     return text
 
@@ -125,9 +127,13 @@ async def export(request):
         raise ApiError(400, f"unknown query parameter(s) {', '.join(sorted(unknown))}; use secrets")
     if params.get("secrets", "placeholders") not in ("placeholders", "include"):
         raise ApiError(400, f"query.secrets: {params['secrets']!r} is not one of placeholders, include")
+    include = params.get("secrets") == "include"
+    if include and cross_origin(request.scope):
+        raise ApiError(403, "secrets=include is never answered to a browser page of another origin; "
+                            "use mockserver export --include-secrets or curl")
     rt = world(request)
     rt.pump()
-    text = export_fixtures(rt, server(request).spec, include_secrets=params.get("secrets") == "include")
+    text = export_fixtures(rt, server(request).spec, include_secrets=include)
     return Response(text.encode(), media_type="application/yaml")
 
 
@@ -174,6 +180,28 @@ async def calls(request):
     found = journal.select(wanted) if limit is None else journal.latest(wanted, int(limit))
     return reply({"total": len(found), "dropped": journal.dropped, "journal_size": journal.size,
                   "results": [journal.render(call, rt.webhooks.caused_by(call.id)) for call in found]})
+
+
+async def export_calls(request):
+    """The calls matching the filters as a pact or a HAR log (contracts.py)."""
+    params = dict(request.query_params)
+    options = {name: params.pop(name) for name in contracts.OPTIONS if name in params}
+    wanted = filters(params)
+    box, journal = sandbox(request), world(request).journal
+    limit = params.get("limit")
+    if limit is not None and not limit.isdigit():
+        raise ApiError(400, "query.limit: must be a whole number")
+    found = journal.select(wanted) if limit is None else journal.latest(wanted, int(limit))
+    return reply(contracts.export(server(request), box, found, options, contracts.base_url(request, box)))
+
+
+async def provider_states(request):
+    """A Pact verifier's state change: {state, params, action} in the body, or in the query string."""
+    body = await json_body(request, required=False)
+    if not body:                                # a verifier told not to send a body uses the query string
+        query = dict(request.query_params)
+        body = {"state": query.pop("state", ""), "action": query.pop("action", "setup"), "params": query}
+    return reply(contracts.change(server(request), sandbox(request), body))
 
 
 async def calls_coverage(request):
@@ -313,16 +341,27 @@ async def get_sandbox(request):
 
 
 async def delete_sandbox(request):
-    name = check_name(request.path_params["name"])
-    if server(request).sandboxes.delete(name) is None:
+    """Delete a sandbox (its private snapshots with it); `?snapshots=delete` also every snapshot saved from it."""
+    name, mock = check_name(request.path_params["name"]), server(request)
+    params = dict(request.query_params)
+    if set(params) - {"snapshots"} or params.get("snapshots", "keep") not in ("keep", "delete"):
+        raise ApiError(400, "query: only snapshots=keep (the default: its shared snapshots stay) or "
+                            "snapshots=delete (every snapshot saved from the sandbox goes with it)")
+    if mock.sandboxes.delete(name) is None:
         raise ApiError(404, f"sandbox {name} not found")
+    if params.get("snapshots") == "delete":
+        mock.drop_snapshots(name)
     return no_content()
 
 
 async def put_sandbox(request):
     name, boxes = check_name(request.path_params["name"]), server(request).sandboxes
     existed = name in boxes.live
-    box = boxes.create(name, await json_body(request, required=False), replace=True)
+    options = sandbox_options.check(await json_body(request, required=False))
+    fixtures = None
+    if "fixtures" in options:                  # files are read in a thread: the event loop never waits on a disk
+        fixtures = await asyncio.to_thread(sandbox_options.read_folder, options["fixtures"], server(request).spec)
+    box = boxes.create(name, options, replace=True, fixtures=fixtures)
     return reply(box.describe(), 200 if existed else 201)
 
 
@@ -345,14 +384,19 @@ async def save_snapshot(request):
     name, mock = body.get("name"), server(request)
     if not isinstance(name, str):
         raise ApiError(400, "body.name: a snapshot name is required")
-    check_name(name)
+    check_name(name, "snapshot")
     if name == "fixtures":
         raise ApiError(409, "snapshot fixtures is the start world and cannot be replaced")
     if name in mock.snapshots and not body.get("replace"):
         raise ApiError(409, f"snapshot {name} exists: delete it first, or send \"replace\": true")
+    limit = mock.settings.max_snapshots
+    if name not in mock.snapshots and len(mock.snapshots) >= limit:
+        raise ApiError(503, f"snapshot {name} cannot be saved: {len(mock.snapshots)} snapshots exist, the limit is "
+                            f"{limit} (delete some with DELETE /_mock/snapshots/{{name}}, or start the server with "
+                            "a higher --max-snapshots)")
     rt, journal = world(request), bool(body.get("journal"))
     snap = Snapshot(name, freeze(rt, mock.shared, journal=journal), sandbox(request).name, time.time(),
-                    rt.clock.now(), journal, sum(rt.store.count().values()))
+                    rt.clock.now(), journal, sum(rt.store.count().values()), bool(body.get("private")))
     mock.snapshots[name] = snap
     return reply(snap.describe(), 201)
 
@@ -424,6 +468,8 @@ ROUTES = [
     route("/_mock/calls", GET=calls, DELETE=clear_calls),
     route("/_mock/calls/verify", POST=verify),
     route("/_mock/calls/coverage", GET=calls_coverage),
+    route("/_mock/calls/export", GET=export_calls),
+    route("/_mock/provider-states", POST=provider_states),
     route("/_mock/calls/rows", GET=inspector.call_rows),
     route("/_mock/calls/{id:int}", GET=inspector.call),
     route("/_mock/deployments", GET=inspector.deployments),

@@ -8,7 +8,8 @@ here, so new request fields export without a change. Keys follow the schema's or
 records their creation order: loading an export and exporting again gives the same bytes.
 
 Secrets (secret values, registry passwords and keys, credentials' secret keys, webhook
-secrets) export as `<fill in: ...>` placeholders unless `include_secrets` is set. Built-in
+secrets, secret Terraform variables) export as `<fill in: ...>` placeholders unless
+`include_secrets` is set. Built-in
 variables are the platform's and are not exported; overrides and aliases are, with
 `override_of` / `alias_of` naming what they point to (an id, or a built-in's key). API
 tokens are the mock's own credentials and export as they are.
@@ -181,7 +182,7 @@ class Exporter:
         return out
 
     def service(self, entry, schema):
-        out = self.fields(schema, entry.data)
+        out = self.fields(schema, self.with_tf_values(entry) if entry.meta["kind"] == "terraform" else entry.data)
         deployed = entry.meta.get("deployed_rev")
         if deployed is not None and deployed >= 0:
             out["deployed"] = True
@@ -193,6 +194,18 @@ class Exporter:
             out["custom_domains"] = domains
         self.variables(out, entry, f"{entry.meta['kind']} {entry.data['name']}")
         return out
+
+    def with_tf_values(self, entry):
+        """A Terraform service's record with the values of its secret variables (or placeholders) back in
+        place: the create payload requires a value for every variable."""
+        source = entry.data.get("terraform_variables_source")
+        if not source or not any(var.get("secret") for var in source.get("tf_vars", ())):
+            return entry.data
+        kept = (entry.private or {}).get("tf_vars", {})
+        tf_vars = [{**var, "value": self.secret(kept.get(var["key"], ""), f"secret Terraform variable {var['key']} "
+                                                                          f"of terraform {entry.data['name']}")}
+                   if var.get("secret") else var for var in source["tf_vars"]]
+        return {**entry.data, "terraform_variables_source": {**source, "tf_vars": tf_vars}}
 
     def variables(self, out, owner, where):
         """Own variables and secrets first, then overrides and aliases (the order loading creates them in)."""

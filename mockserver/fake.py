@@ -15,7 +15,6 @@ shared, so callers must not change them (`tfvars` hands out copies because its c
 import functools
 import hashlib
 import random
-import uuid
 from array import array
 
 from faker import Faker
@@ -36,6 +35,8 @@ LOG_TEMPLATES = {
 }
 BASES = ["node:22-alpine", "python:3.12-slim", "golang:1.23", "eclipse-temurin:21-jre"]
 BUILDS = ["npm ci && npm run build", "pip install -r requirements.txt", "go build ./cmd/server", "./gradlew build"]
+VERSION_MASK = ~((0xf000 << 64) | (0xc000 << 48))          # the version and variant bits of a uuid
+VERSION_4 = (0x4000 << 64) | (0x8000 << 48)                 # version 4, the RFC 4122 variant
 LOG_DRAWS = 64          # draws made per (deployment, step) at once; a longer log draws again, for its length
 CACHE = 4096            # keys kept per kind of generated value (commits, log draws, tfvars)
 
@@ -135,7 +136,9 @@ class Fake:
         if self._pinned is not None:
             ident, self._pinned = self._pinned, None
             return ident
-        return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+        bits = (self.rng.getrandbits(128) & VERSION_MASK) | VERSION_4     # as uuid.UUID(int=..., version=4)
+        text = f"{bits:032x}"
+        return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
     @property
     def pinned(self):

@@ -3,20 +3,26 @@
 `read_fixtures(dir, spec)` reads every `*.yaml` of a folder, merges their top-level
 keys (an organization whose id appears in several files is one organization: its lists are
 joined in file order), and checks each entry against the request schema of the API operation that would
-create it; every problem is reported (file, entry and message) before anything loads.
+create it; every problem is reported (file, entry and message) before anything loads. Only
+regular files are read (a FIFO or a device would block or never end), at most 64 MiB for the
+whole folder, each document within the bounds of yamlbound.py (depth, aliases).
 `handlers/fixtures.py` then creates the records through the same handlers as API calls, so
 the platform's rules (unique names, registry kinds, variable scopes) hold.
 """
 
+import os
+import stat
 from datetime import datetime
 from pathlib import Path
 
 import yaml
 
+from . import yamlbound
 from .auth import GRANTS
 from .settings import parse_rate
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+FIXTURE_BYTES = yamlbound.FIXTURE_BYTES     # all the files of a folder together
 SERVICE_KEYS = {"applications": ("application", "ApplicationRequest"),
                 "containers": ("container", "ContainerRequest"),
                 "databases": ("database", "DatabaseRequest"), "jobs": ("job", "JobRequest"),
@@ -32,53 +38,115 @@ CLUSTER_FIELDS = {"id", "name", "description", "region", "cloud_provider", "vers
 
 
 class FixtureError(ValueError):
-    def __init__(self, problems):
+    """Every problem of a fixtures folder. `problems` may quote the files (what `mockserver check` prints);
+    `quiet` names only files and kinds of problem, for a caller who named a folder but may not read it."""
+
+    def __init__(self, problems, quiet=None):
         super().__init__("\n".join(problems))
         self.problems = problems
+        self.quiet = quiet if quiet is not None else problems
+
+
+class _Problems:
+    """Problems as they are found: each in full, and its kind in a few words that quote nothing."""
+
+    def __init__(self):
+        self.full, self.kinds = [], {}
+
+    def add(self, full, where, kind):
+        self.full.append(full)
+        self.kinds[(where, kind)] = self.kinds.get((where, kind), 0) + 1
+
+    def error(self):
+        quiet = [f"{where}: {kind}" + (f" ({count} times)" if count > 1 else "")
+                 for (where, kind), count in self.kinds.items()]
+        return FixtureError(self.full, quiet)
+
+
+class _Unreadable(Exception):
+    """A fixture file that is not read: the problem, in words that quote nothing of it."""
 
 
 def read_fixtures(folder, spec):
+    """The merged fixtures of every *.yaml of a folder, or FixtureError naming every problem."""
     folder = Path(folder)
     if not folder.is_dir():
         raise FixtureError([f"{folder}: fixtures folder not found"])
     data = {"organizations": [], "tokens": []}
-    problems = []
+    problems = _Problems()
     files = sorted(folder.glob("*.yaml")) + sorted(folder.glob("*.yml"))
     if not files:
-        problems.append(f"{folder}: no *.yaml fixture files")
+        problems.add(f"{folder}: no *.yaml fixture files", folder, "no *.yaml fixture files")
+    budget = FIXTURE_BYTES
     for path in files:
         try:
-            with open(path, "rb") as handle:
-                raw = yaml.load(handle, Loader=_Loader) or {}
+            text = _read_file(path, budget)
+            budget -= len(text)
+            raw = yamlbound.load(text, _Loader, FIXTURE_BYTES) or {}
+        except _Unreadable as error:
+            problems.add(f"{path}: {error}", path.name, str(error))
+            continue
+        except yamlbound.BoundError as error:
+            problems.add(f"{path}:{error.line or '?'}: {error.problem}", path.name, error.problem)
+            continue
         except yaml.YAMLError as error:
             mark = getattr(error, "problem_mark", None)
-            problems.append(f"{path}:{mark.line + 1 if mark else '?'}: not valid YAML: "
-                            f"{getattr(error, 'problem', error)}")
+            line = mark.line + 1 if mark else "?"
+            problems.add(f"{path}:{line}: not valid YAML: {getattr(error, 'problem', error)}", path.name,
+                         f"not valid YAML (line {line})")
             continue
-        if not isinstance(raw, dict):
-            problems.append(f"{path}: top level must be a mapping")
-            continue
-        for key, value in raw.items():
-            if key in ("organizations", "tokens"):
-                if not isinstance(value, list):
-                    problems.append(f"{path}: {key} must be a list")
-                    continue
-                for item in value:
-                    item_problems = (_check_org(item, spec) if key == "organizations" else _check_token(item))
-                    problems += [f"{path}: {key}[{item.get('name', '?') if isinstance(item, dict) else '?'}]"
-                                 f" {p}" for p in item_problems]
-                data[key] += value
-            elif key == "rate_limit":
-                try:
-                    data["rate_limit"] = parse_rate(value)
-                except ValueError as error:
-                    problems.append(f"{path}: rate_limit: {error}")
-            else:
-                problems.append(f"{path}: unknown top-level key {key!r} (expected organizations, tokens, rate_limit)")
+        _take(raw, path, spec, data, problems)
     data["organizations"] = _merge_organizations(data["organizations"], problems)
-    if problems:
-        raise FixtureError(problems)
+    if problems.full:
+        raise problems.error()
     return data
+
+
+def _read_file(path, budget):
+    """The bytes of a fixture file: a regular file (never a FIFO or a device, which could block or never
+    end), read no further than what is left of the folder's bound."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as error:
+        raise _Unreadable(f"cannot be read: {error.strerror or error}") from None
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise _Unreadable("not a regular file")
+        data = handle.read(budget + 1)
+    if len(data) > budget:
+        raise _Unreadable(f"the folder's files are larger than {yamlbound.size_text(FIXTURE_BYTES)} together "
+                          "(the bound of a fixtures folder)")
+    return data
+
+
+def _take(raw, path, spec, data, problems):
+    """One file's document into `data`: organizations and tokens checked and added, rate_limit read."""
+    if not isinstance(raw, dict):
+        problems.add(f"{path}: top level must be a mapping", path.name, "top level must be a mapping")
+        return
+    for key, value in raw.items():
+        if key in ("organizations", "tokens"):
+            if not isinstance(value, list):
+                problems.add(f"{path}: {key} must be a list", path.name, f"{key} must be a list")
+                continue
+            for item in value:
+                try:
+                    item_problems = _check_org(item, spec) if key == "organizations" else _check_token(item)
+                except (AttributeError, TypeError, KeyError):     # a list where a mapping belongs, or the reverse
+                    item_problems = ["has a part of the wrong shape (a list, a mapping or a value misplaced)"]
+                name = item.get("name", "?") if isinstance(item, dict) else "?"
+                for problem in item_problems:
+                    problems.add(f"{path}: {key}[{name}] {problem}", path.name,
+                                 f"an entry of {key} does not match the API's request schemas")
+            data[key] += value
+        elif key == "rate_limit":
+            try:
+                data["rate_limit"] = parse_rate(value)
+            except ValueError as error:
+                problems.add(f"{path}: rate_limit: {error}", path.name, "rate_limit is not N/WINDOW")
+        else:
+            problems.add(f"{path}: unknown top-level key {key!r} (expected organizations, tokens, rate_limit)",
+                         path.name, "an unknown top-level key (expected organizations, tokens, rate_limit)")
 
 
 def _merge_organizations(organizations, problems):
@@ -97,8 +165,9 @@ def _merge_organizations(organizations, problems):
             elif key not in first:
                 first[key] = value
             elif first[key] != value:
-                problems.append(f"organization {org['id']}: {key} differs between fixture files "
-                                f"({first[key]!r}, {value!r})")
+                problems.add(f"organization {org['id']}: {key} differs between fixture files "
+                             f"({first[key]!r}, {value!r})", "fixtures", "organizations with one id differ "
+                             "between files")
     return out
 
 

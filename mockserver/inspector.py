@@ -23,6 +23,7 @@ from pathlib import Path
 import orjson
 from starlette.responses import RedirectResponse, Response
 
+from . import bodies
 from .clock import iso
 from .errors import ApiError
 from .journal import mismatches, redact_body
@@ -285,7 +286,7 @@ async def state_tree(request):
 async def activate_scenario(request):
     """Activate a YAML (or JSON) scenario under the name it declares; errors name their line."""
     scenarios = runtime_of(request).scenarios
-    text = (await request.body()).decode("utf-8", errors="replace")
+    text = await bodies.scenario_text(request)
     if not text.strip():
         raise ApiError(400, "body: a scenario document (YAML or JSON) is required")
     check_document(text)

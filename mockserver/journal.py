@@ -21,9 +21,8 @@ from datetime import datetime
 import orjson
 
 from .clock import iso
+from .validation import SECRET_FIELDS, SECRET_MARKER
 
-SECRET_FIELDS = frozenset({"secret_access_key", "cloudb_secret_key", "json_credentials", "password",
-                           "target_secret"})
 REDACTED = "**redacted**"
 FILTERS = ("method", "path", "operation", "status", "since", "scenario", "request_id")
 BODY_LIMIT = 64 * 1024          # bytes of a request or reply body kept whole
@@ -37,49 +36,76 @@ def redact_authorization(value):
     return f"{scheme} ...{credential.strip()[-4:]}"
 
 
-def redact_body(body, secret_value):
-    """Copy of a request body with secret fields (and `value` of secret operations, or of an object marked
-    `"secret": true` such as a Terraform variable) masked."""
+def redact_body(body, secret_value, fields=SECRET_FIELDS, containers=frozenset()):
+    """Copy of a request body with secret fields masked: those in `fields` (the document's writeOnly ones
+    among them), `value` of secret operations or of an object marked `"secret"` (a Terraform variable), and
+    a field that holds secrets (`containers`: a registry's config, `tf_vars`) sent in another shape than
+    objects (a string, or a list of strings, for the config: what it holds may be a secret)."""
     if isinstance(body, dict):
         out = {}
-        secret_value = secret_value or body.get("secret") is True
+        secret_value = secret_value or bool(body.get(SECRET_MARKER))
         for key, item in body.items():
-            if key in SECRET_FIELDS or (secret_value and key == "value"):
+            if key in fields or (secret_value and key == "value") or (key in containers and _misshapen(item)):
                 out[key] = REDACTED
+            elif isinstance(item, (dict, list)):
+                out[key] = redact_body(item, False, fields, containers)
             else:
-                out[key] = redact_body(item, False) if isinstance(item, (dict, list)) else item
+                out[key] = item
         return out
     if isinstance(body, list):
-        return [redact_body(item, secret_value) for item in body]
+        return [redact_body(item, secret_value, fields, containers) for item in body]
     return body
 
 
-def needs_redaction(body):
+def _misshapen(value):
+    """Not an object, nor a list of objects: not the shape of a field that holds secrets."""
+    if isinstance(value, list):
+        return any(not isinstance(item, dict) for item in value)
+    return not isinstance(value, dict)
+
+
+def needs_redaction(body, fields=SECRET_FIELDS, containers=frozenset()):
     if isinstance(body, dict):
-        return body.get("secret") is True or any(key in SECRET_FIELDS or needs_redaction(item)
-                                                 for key, item in body.items())
+        return bool(body.get(SECRET_MARKER)) or any(key in fields or key in containers
+                                                    or needs_redaction(item, fields, containers)
+                                                    for key, item in body.items())
     if isinstance(body, list):
-        return any(needs_redaction(item) for item in body)
+        return any(needs_redaction(item, fields, containers) for item in body)
     return False
 
 
 class Call:
-    """One journaled call. `request` is the JSON of [query, headers, body]; `response` the reply's bytes;
-    `truncated` maps "body"/"response" to the size sent when that part was kept cut."""
+    """One journaled call. `request` is the JSON of [query, body]; `request_headers` and `reply_headers` the
+    headers as `name: value` lines; `response` the reply's bytes; `truncated` maps "body"/"response" to
+    the size sent when that part was kept cut; `drift` is None for a call the mock answered, and for a call
+    forwarded to the upstream (record.py) the JSON of its drift findings (drift.py), `[]` when none."""
 
     __slots__ = ("id", "at", "method", "path", "operation", "status", "duration", "rule", "request_id", "token",
-                 "request", "response", "truncated", "size")
+                 "request", "request_headers", "response", "reply_headers", "truncated", "size", "drift")
 
     def __init__(self, ident, at, method, path, operation, status, duration, rule, request_id, token, request,
-                 response, truncated):
+                 response, truncated, reply_headers=b"", request_headers=b"", drift=None):
         self.id, self.at, self.method, self.path, self.operation = ident, at, method, path, operation
         self.status, self.duration, self.rule, self.request_id, self.token = status, duration, rule, request_id, token
         self.request, self.response, self.truncated = request, response, truncated
-        self.size = OVERHEAD + len(path) + len(request) + len(response) + len(request_id or "")
+        self.request_headers, self.reply_headers = request_headers, reply_headers
+        self.drift = drift
+        self.size = (OVERHEAD + len(path) + len(request) + len(request_headers) + len(response) + len(reply_headers)
+                     + len(request_id or "") + len(drift or b""))
+
+    def findings(self):
+        """The drift findings of a forwarded call (a list), or None for a call the mock answered."""
+        drift = getattr(self, "drift", None)      # calls kept by an earlier version have no such slot set
+        return None if drift is None else orjson.loads(drift)
 
     def parts(self):
         """(query, headers, body) as they were recorded (a cut body is the text kept)."""
-        return orjson.loads(self.request)
+        query, body = orjson.loads(self.request)
+        return query, dict(_lines(self.request_headers)), body
+
+    def response_headers(self):
+        """The reply's headers as (name, value) strings, in the order sent."""
+        return _lines(self.reply_headers)
 
     @property
     def template(self):
@@ -88,6 +114,25 @@ class Call:
     @property
     def operation_id(self):
         return self.operation.operation_id if self.operation else None
+
+
+def _lines(block):
+    """(name, value) pairs of `name: value` lines (bytes)."""
+    if not block:
+        return []
+    return [tuple(line.split(": ", 1)) for line in block.decode("latin-1").split("\n")]
+
+
+def header_lines(headers):
+    """Headers (a dict of str, or (bytes, bytes) pairs) as the journal keeps them."""
+    if isinstance(headers, bytes):
+        return headers
+    if isinstance(headers, dict):
+        return "\n".join(f"{name}: {value}" for name, value in headers.items()).encode("latin-1", "replace")
+    return b"\n".join(map(b": ".join, headers))
+
+
+EMPTY_REQUEST = b"[{},null]"           # no query, no body: most calls'
 
 
 class Budget:
@@ -166,29 +211,38 @@ class Journal:
         return ident
 
     def record(self, ident, at, method, path, operation, query, headers, body, status, response, duration, rule,
-               request_id=None, token=None):
+               request_id=None, token=None, reply_headers=(), drift=None):
         """Store one call. `operation` is the matched Operation or None; `response` the body bytes;
-        `token` the name of the caller's token (None when the call was not authenticated)."""
+        `token` the name of the caller's token (None when the call was not authenticated); `headers` the
+        request's, already redacted (`name: value` lines, a dict or byte pairs); `reply_headers` the (name, value)
+        byte pairs sent; `drift` the findings of a call forwarded to the upstream."""
         if body is not None and operation is not None:
             secret = "Secret" in operation.operation_id
-            if secret or needs_redaction(body):
-                body = redact_body(body, secret)
+            validator = operation.body
+            fields = validator.secret_fields if validator is not None else SECRET_FIELDS
+            containers = validator.secret_containers if validator is not None else frozenset()
+            if not isinstance(body, dict) and (secret or (validator is not None and validator.holds_secrets)):
+                body = REDACTED                  # not the object asked for: whatever it is may be the secret
+            elif secret or needs_redaction(body, fields, containers):
+                body = redact_body(body, secret, fields, containers)
         truncated = None
-        encoded_body = orjson.dumps(body)
-        if len(encoded_body) > self.body_limit:
-            truncated = {"body": len(encoded_body)}
-            body = encoded_body[:self.body_limit].decode("utf-8", "ignore")
-        else:
-            body = encoded_body
+        request = EMPTY_REQUEST if not query and body is None else orjson.dumps((query, body))
+        if len(request) > self.body_limit:       # the body is most of it: keep the body cut, if it is the body
+            encoded_body = orjson.dumps(body)
+            if len(encoded_body) > self.body_limit:
+                truncated = {"body": len(encoded_body)}
+                cut = encoded_body[:self.body_limit].decode("utf-8", "ignore")
+                request = orjson.dumps((query, cut))
         if len(response) > self.body_limit:
             truncated = {**(truncated or {}), "response": len(response)}
             response = response[:self.body_limit]
         else:       # a copy of its exact size: orjson's replies keep a buffer of 4 KiB or more behind them
             response = bytes(memoryview(response))
-        encoded = body if isinstance(body, bytes) else orjson.dumps(body)
-        request = b"".join((b"[", orjson.dumps(query), b",", orjson.dumps(headers), b",", encoded, b"]"))
+        if request is not EMPTY_REQUEST:
+            request = bytes(memoryview(request))
         call = Call(ident, at, method, path, operation, status, duration, rule, request_id, token, request,
-                    response, truncated)
+                    response, truncated, b"\n".join(map(b": ".join, reply_headers)), header_lines(headers),
+                    None if drift is None else orjson.dumps(drift))
         self.entries.append(call)
         added = call.size
         if len(self.entries) > self.size:
@@ -254,10 +308,14 @@ class Journal:
         out = {
             "id": call.id, "time": iso(call.at), "method": call.method, "path": call.path,
             "path_template": call.template, "operation": call.operation_id,
-            "query": query, "headers": headers, "body": body, "status": call.status, "response": response_body,
+            "query": query, "headers": headers, "body": body, "status": call.status,
+            "response_headers": dict(call.response_headers()), "response": response_body,
             "duration_ms": round(call.duration * 1000, 3), "scenario_rule": call.rule, "request_id": call.request_id,
             "token": call.token, "webhook_deliveries": list(deliveries),
         }
+        findings = call.findings()
+        if findings is not None:
+            out["drift"] = findings
         if call.truncated:
             out["truncated"] = {part: {"bytes": size, "kept": self.body_limit} for part, size in call.truncated.items()}
         return out

@@ -72,6 +72,7 @@ class Request:
     started_emitted: bool = False
     finished: bool = False
     effects: list = field(default_factory=list)
+    outcome: tuple | None = None    # phase() once the request has ended: it no longer changes (read-only)
 
     @property
     def end(self):
@@ -87,7 +88,16 @@ class Request:
         return f"{self.target[:8]}-{self.number}"
 
     def phase(self, now):
-        """(state, status_details.status, finished step details, success|None) at time `now`."""
+        """(state, status_details.status, finished step details, success|None) at time `now`; kept once the
+        request has ended, since every later read gives the same (the polls of a finished deploy are most)."""
+        if self.outcome is not None:
+            return self.outcome
+        found = self._phase(now)
+        if now >= self.end:
+            self.outcome = found
+        return found
+
+    def _phase(self, now):
         queued, done, _, _ = ACTIONS[self.action]
         if self.cancelled_at is not None and now >= self.cancelled_at:
             return "CANCELED", "CANCELED", self._details(self._completed(self.cancelled_at)), False

@@ -1,10 +1,17 @@
 """The state file: every sandbox and snapshot of a server, kept across restarts.
 
-Layout: a magic line, the format version and the version of mockserver that wrote it, the
-SHA-256 and length of the payload, then the payload (world.dumps of the sandboxes and
-snapshots: Python objects of this version of the code, so another version does not read
-them). A file that is not ours, of another version, truncated or corrupt is refused whole
-with the problem named, and never written over: `StateFileError`, which stops the start.
+Layout: a magic line, the format version and the version of mockserver that wrote it, an
+authentication code and the length of the payload, then the payload (world.dumps of the
+sandboxes and snapshots: Python objects of this version of the code, so another version does
+not read them). A file that is not ours, of another version, truncated, corrupt or altered is
+refused whole with the problem named, and never written over: `StateFileError`, which stops
+the start.
+
+The payload is pickled, and reading a pickle can run code: so the file is authenticated. The
+code is an HMAC-SHA256 of the header and payload with a key of 32 random bytes kept beside the
+file (`PATH.key`, mode 0600, made at the first save); a file whose code does not match its key,
+or whose key is missing or readable by others, is refused before a byte of it is unpickled.
+The file itself is written with mode 0600: it holds every secret of every sandbox.
 
 Saving is atomic (a temporary file in the same folder, fsync, rename, fsync of the folder).
 The periodic save runs in a forked child that pickles the copy-on-write image of the
@@ -23,8 +30,10 @@ one line in the log and `final_error`, never a traceback.
 import ctypes
 import glob
 import hashlib
+import hmac
 import logging
 import os
+import secrets
 import signal
 import struct
 import time
@@ -34,14 +43,61 @@ from .world import dumps, loads
 
 log = logging.getLogger("mockserver")
 MAGIC = b"IDP-MOCKSERVER-STATE\n"
-VERSION = 1
-HEADER = struct.Struct(">I16s32sQ")        # format version, mockserver version, sha256 of the payload, length
+VERSION = 2
+HEADER = struct.Struct(">I16s32sQ")        # format version, mockserver version, HMAC-SHA256, payload length
+SIGNED = struct.Struct(">I16sQ")           # what of the header the code covers (with the magic and payload)
+KEY_BYTES = 32
+PRIVATE = 0o600                            # the state file and its key: readable by their owner only
 
 
 class StateFileError(Exception):
     def __init__(self, path, problem):
         super().__init__(f"state file {path}: {problem} (it was left untouched; move it away or delete it "
                          f"to start afresh from the fixtures)")
+
+
+def key_path(path):
+    return f"{path}.key"
+
+
+def key_for(path, create=False):
+    """The key of the state file at `path`, read from beside it; made (mode 0600) when missing and `create`."""
+    where = key_path(path)
+    try:
+        descriptor = os.open(where, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        if not create:
+            raise StateFileError(path, f"its key file {where} is missing, so the file cannot be authenticated"
+                                 ) from None
+        return _new_key(where)
+    except OSError as error:
+        raise StateFileError(path, f"its key file {where} cannot be read: {error.strerror or error}") from None
+    with os.fdopen(descriptor, "rb") as handle:
+        if os.fstat(descriptor).st_mode & 0o077:
+            raise StateFileError(path, f"its key file {where} may be read by other users: chmod 600 it, or "
+                                       "delete it with the state file")
+        text = handle.read(4 * KEY_BYTES)
+    try:
+        key = bytes.fromhex(text.decode("ascii").strip())
+    except (UnicodeDecodeError, ValueError):
+        key = b""
+    if len(key) != KEY_BYTES:
+        raise StateFileError(path, f"its key file {where} does not hold a key ({2 * KEY_BYTES} hex digits)")
+    return key
+
+
+def _new_key(where):
+    key = secrets.token_bytes(KEY_BYTES)
+    descriptor = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(key.hex() + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    return key
+
+
+def _code(key, version, writer, payload):
+    return hmac.new(key, MAGIC + SIGNED.pack(version, writer, len(payload)) + payload, hashlib.sha256).digest()
 
 
 class StateFolderError(Exception):
@@ -55,7 +111,9 @@ class StateFolderError(Exception):
 def encode(server):
     payload = dumps({"sandboxes": list(server.sandboxes), "snapshots": list(server.snapshots.values())},
                     server.shared)
-    return MAGIC + HEADER.pack(VERSION, __version__.encode(), hashlib.sha256(payload).digest(), len(payload)) + payload
+    writer = __version__.encode()
+    code = _code(key_for(server.settings.state_file, create=True), VERSION, writer, payload)
+    return MAGIC + HEADER.pack(VERSION, writer, code, len(payload)) + payload
 
 
 def decode(data, path, shared):
@@ -73,8 +131,9 @@ def decode(data, path, shared):
     payload = data[len(MAGIC) + HEADER.size:]
     if len(payload) != length:
         raise StateFileError(path, f"truncated: {len(payload)} of {length} payload bytes")
-    if hashlib.sha256(payload).digest() != digest:
-        raise StateFileError(path, "corrupt: the payload does not match its checksum")
+    if not hmac.compare_digest(_code(key_for(path), version, head[4:20], payload), digest):
+        raise StateFileError(path, f"corrupt or altered: it does not match its authentication code (with the key "
+                                   f"in {key_path(path)})")
     try:
         return loads(payload, shared)
     except Exception as error:              # a checksum-valid payload this code cannot read
@@ -90,7 +149,8 @@ def temporary_path(path, pid=None):
 def write_atomically(path, data):
     folder = os.path.dirname(os.path.abspath(path))
     temporary = temporary_path(path)
-    with open(temporary, "wb") as handle:
+    with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE), "wb") as handle:
+        os.fchmod(handle.fileno(), PRIVATE)      # also when an old temporary file was there
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())

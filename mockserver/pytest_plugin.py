@@ -11,10 +11,16 @@ manual clock by default), or uses an existing one given by `--mockserver-url` or
 environment variable MOCKSERVER_URL. Each test gets a sandbox of its own, named from the
 xdist worker and the test (and `--mockserver-sandbox-prefix`, e.g. a CI job id), made fresh
 from the fixtures before the test and deleted after it: tests running in parallel against
-one mock never see each other's calls, clock, scenarios or records.
+one mock never see each other's calls, clock, scenarios or records. The sandbox keeps each
+request and reply body whole up to `--mockserver-journal-body-limit` bytes (1 MiB by default).
+
+Consumer contracts: `mockserver.write_pact(path)` writes the test's calls as a pact (merged into
+the file when it exists, so a session's tests write one pact), `write_har(path)` as a HAR log;
+`--mockserver-pact FILE` writes every test's calls into one pact without a line of code.
 """
 
 import hashlib
+import json
 import os
 import re
 import socket
@@ -24,6 +30,12 @@ import time
 import httpx
 import pytest
 
+try:
+    import fcntl                                # tests on several workers write one pact file in turn
+except ImportError:                             # pragma: no cover (Windows): no lock, one worker at a time
+    fcntl = None
+
+JOURNAL_BODY_LIMIT = 1024 * 1024                # bytes of a body a test's sandbox keeps whole (pacts need them)
 TOKENS = {"admin": "mock-admin-token", "read": "mock-read-token", "write": "mock-write-token",
           "deploy": "mock-deploy-token"}
 # every name a test may know a default token by: the short key, the token's name in the fixtures
@@ -99,7 +111,8 @@ class MockServerClient:
             digest = hashlib.sha1(f"{self.sandbox}|{name}".encode()).hexdigest()[:12]
             stored = f"{name[:48]}.{digest}"
             self.private_snapshots[name] = stored
-        return self._control("POST", "/snapshots", json={"name": stored, "journal": journal, "replace": replace})
+        return self._control("POST", "/snapshots", json={"name": stored, "journal": journal, "replace": replace,
+                                                         "private": stored != name})
 
     def restore(self, name):
         return self._control("POST", f"/snapshots/{self.private_snapshots.get(name, name)}/restore")
@@ -148,6 +161,22 @@ class MockServerClient:
     def assert_not_called(self, **filters):
         return self.assert_called(times=0, **filters)
 
+    # consumer contracts
+    def export(self, format, **params):
+        """The sandbox's calls (filtered as `calls`) as a pact or a HAR document (a dict)."""
+        query = {"format": format, **{k: str(v) for k, v in params.items() if v is not None}}
+        return self._control("GET", "/calls/export", params=query)
+
+    def write_pact(self, path, consumer="consumer", provider="idp-platform", spec=4, merge=True, **filters):
+        """Write the sandbox's calls as a pact file; with `merge`, into the pact already at `path` (same
+        consumer and provider: its interactions are kept, the new ones added). Returns the document written."""
+        document = self.export("pact", consumer=consumer, provider=provider, spec=spec, **filters)
+        return _write_json(path, document, merge_pacts if merge else None)
+
+    def write_har(self, path, **filters):
+        """Write the sandbox's calls as a HAR 1.2 log."""
+        return _write_json(path, self.export("har", **filters), None)
+
     # webhooks and tokens
     def deliveries(self, **filters):
         return self._control("GET", "/webhooks/deliveries", params=filters)["results"]
@@ -161,6 +190,53 @@ class MockServerClient:
 
     def close(self):
         self.http.close()
+
+
+def _write_json(path, document, merge):
+    """Write a document, merged with the one at `path` under a lock when `merge` is given."""
+    path = os.fspath(path)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path + ".lock", "w") as lock:
+        if fcntl is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        if merge is not None and os.path.exists(path):
+            with open(path) as handle:
+                document = merge(json.load(handle), document)
+        with open(path + ".tmp", "w") as handle:
+            json.dump(document, handle, indent=2)
+        os.replace(path + ".tmp", path)
+    return document
+
+
+def merge_pacts(old, new):
+    """One pact of two of the same consumer and provider: the old interactions, then the new ones that differ
+    (one whose description is taken but differs gets a numbered description)."""
+    if (old.get("consumer"), old.get("provider")) != (new["consumer"], new["provider"]):
+        raise AssertionError(f"{new['consumer']['name']} -> {new['provider']['name']}: the file holds a pact of "
+                             f"{old.get('consumer')} -> {old.get('provider')}")
+    def same(item):                             # a V4 interaction's key says it; a V3 one is compared whole
+        return item.get("key") or json.dumps({k: v for k, v in item.items() if k != "description"}, sort_keys=True)
+
+    interactions = list(old.get("interactions", []))
+    held = {same(item) for item in interactions}
+    names = {item["description"] for item in interactions}
+    for item in new["interactions"]:
+        if same(item) in held:
+            continue
+        held.add(same(item))
+        base, count = item["description"], 1
+        while item["description"] in names:
+            count += 1
+            item = {**item, "description": f"{base} #{count}"}
+        names.add(item["description"])
+        interactions.append(item)
+    notes = dict(new["metadata"].get("idp-mockserver", {}))
+    before = old.get("metadata", {}).get("idp-mockserver", {})
+    for key in ("cut", "left_out"):
+        notes[key] = before.get(key, []) + notes.get(key, [])
+    notes["interactions"] = len(interactions)
+    notes["calls"] = before.get("calls", 0) + notes.get("calls", 0)
+    return {**new, "interactions": interactions, "metadata": {**new["metadata"], "idp-mockserver": notes}}
 
 
 class _InProcess:
@@ -207,6 +283,13 @@ def pytest_addoption(parser):
                     help="clock of the in-process mock (default manual)")
     group.addoption("--mockserver-control-token", default=os.environ.get("MOCKSERVER_CONTROL_TOKEN"),
                     help="control token of a shared mock (env MOCKSERVER_CONTROL_TOKEN)")
+    group.addoption("--mockserver-journal-body-limit", type=int, default=JOURNAL_BODY_LIMIT,
+                    help="bytes of a request or reply body each test's sandbox keeps whole (default 1 MiB; "
+                         "at most 16 MiB): larger ones are journaled cut, and a pact matches them by type")
+    group.addoption("--mockserver-pact", default=os.environ.get("MOCKSERVER_PACT"),
+                    help="write every test's calls into this pact file (env MOCKSERVER_PACT)")
+    group.addoption("--mockserver-pact-consumer", default="consumer", help="the pact's consumer name")
+    group.addoption("--mockserver-pact-provider", default="idp-platform", help="the pact's provider name")
     group.addoption("--mockserver-sandbox-prefix", default=os.environ.get("MOCKSERVER_SANDBOX_PREFIX", ""),
                     help="prefix of the tests' sandbox names, e.g. a CI job id (env MOCKSERVER_SANDBOX_PREFIX)")
 
@@ -238,7 +321,12 @@ def mockserver(mockserver_session, request):
     """The mock, seen through a fresh sandbox of this test's own (deleted after the test)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     prefix = request.config.getoption("--mockserver-sandbox-prefix")
-    client = mockserver_session.in_sandbox(sandbox_name(prefix, worker, request.node.nodeid))
+    client = mockserver_session.in_sandbox(sandbox_name(prefix, worker, request.node.nodeid),
+                                           journal_body_limit=request.config.getoption("--mockserver-journal-body-limit"))
     yield client
+    pact_file = request.config.getoption("--mockserver-pact")
+    if pact_file:
+        client.write_pact(pact_file, request.config.getoption("--mockserver-pact-consumer"),
+                          request.config.getoption("--mockserver-pact-provider"))
     client.delete_sandbox()
     client.close()

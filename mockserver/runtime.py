@@ -46,6 +46,8 @@ class Runtime:
     live world holds outside itself: webhook attempts in flight, their HTTP client, its journal's share
     of the memory budget."""
 
+    source = "fixtures"                        # what the world started from: fixtures, options, "snapshot NAME"
+
     def __init__(self, settings, clock, scenarios=None, budget=None):
         self.settings = settings
         self.clock = clock

@@ -3,12 +3,13 @@
     PUT /_mock/sandboxes/{name}
     {"clock": "manual", "start": "2026-01-01T00:00:00Z", "seed": 7, "rate_limit": "5/10s",
      "scenarios": ["flaky-status", {name: ..., rules: [...]}], "fixtures": "/srv/other-fixtures",
-     "snapshot": "three-envs"}
+     "snapshot": "three-envs", "journal_body_limit": 1048576}
 
 No option: a copy of the server's start world (fast). `snapshot`: a copy of that snapshot.
 `fixtures`, `seed` or `start`: a world built for them through the handlers (a few ms), since
-ids, generated values and record times depend on them. `clock`, `rate_limit` and `scenarios`
-are then applied to the copy. The result is frozen again as the world a reset goes back to.
+ids, generated values and record times depend on them. `clock`, `rate_limit`, `scenarios` and
+`journal_body_limit` (bytes of a body the journal keeps whole) are then applied to the copy. The
+result is frozen again as the world a reset goes back to.
 """
 
 from dataclasses import replace
@@ -17,12 +18,13 @@ from datetime import datetime, timezone
 import jsonschema
 
 from .clock import Clock
-from .errors import ApiError
+from .errors import ApiError, reason
 from .fixtures import FixtureError, read_fixtures
 from .scenarios import ScenarioError
 from .settings import parse_rate
 from .world import freeze, thaw
 
+MAX_JOURNAL_BODY = 16 * 1024 * 1024             # the largest body the mock accepts by default (--max-body)
 SCHEMA = {
     "type": "object",
     "additionalProperties": False,
@@ -34,6 +36,7 @@ SCHEMA = {
         "scenarios": {"type": "array", "maxItems": 100, "items": {"type": ["string", "object"]}},
         "fixtures": {"type": "string", "minLength": 1, "maxLength": 4096},
         "snapshot": {"type": "string", "minLength": 1, "maxLength": 64},
+        "journal_body_limit": {"type": "integer", "minimum": 1024, "maximum": MAX_JOURNAL_BODY},
     },
 }
 _CHECK = jsonschema.Draft7Validator(SCHEMA)
@@ -57,8 +60,20 @@ def _short(message, limit=200):
     return message if len(message) <= limit else f"{message[:limit - 60]} ... {message[-50:]}"
 
 
-def world_for(server, options):
-    """(runtime, frozen origin, source description) of a new sandbox."""
+def read_folder(folder, spec):
+    """The fixtures of the `fixtures` option, or a 400 that names files and kinds of problem only: the
+    folder is the caller's choice, and its files need not be fixtures (nor the caller's to read)."""
+    try:
+        return read_fixtures(folder, spec)
+    except FixtureError as error:
+        shown = "; ".join(error.quiet[:5]) + ("; ..." if len(error.quiet) > 5 else "")
+        raise ApiError(400, f"body.fixtures: {shown} (mockserver check --fixtures {folder} on the server's "
+                            "machine shows every problem)") from None
+
+
+def world_for(server, options, fixtures=None):
+    """(runtime, frozen origin, source description) of a new sandbox; `fixtures`: the `fixtures` option's
+    folder already read (the control API reads it off the event loop)."""
     check(options)
     if not options:
         return thaw(server.origin, server.shared), server.origin, "fixtures"
@@ -71,7 +86,7 @@ def world_for(server, options):
         rt, source = thaw(snapshot.data, server.shared), f"snapshot {options['snapshot']}"
         rt.clock.resume_at(snapshot.clock_at)     # it goes on from the moment it was saved, as a restore does
     elif {"fixtures", "seed", "start"} & set(options):
-        rt, source = _built(server, options), "options"
+        rt, source = _built(server, options, fixtures), "options"
     else:
         rt, source = thaw(server.origin, server.shared), "fixtures"
     mode = options.get("clock")
@@ -84,26 +99,27 @@ def world_for(server, options):
             raise ApiError(400, f"body.rate_limit: {error}") from None
     for index, item in enumerate(options.get("scenarios", [])):
         _activate(server, rt, item, index)
+    if "journal_body_limit" in options:         # a test's calls kept whole up to this size (exports need them)
+        rt.journal.body_limit = options["journal_body_limit"]
+    rt.source = source
     return rt, freeze(rt, server.shared), source
 
 
-def _built(server, options):
+def _built(server, options, fixtures=None):
     settings = server.settings
     if "seed" in options:
         settings = replace(settings, seed=options["seed"])
-    fixtures = server.fixtures
     if "fixtures" in options:
         settings = replace(settings, fixtures=options["fixtures"])
-        try:
-            fixtures = read_fixtures(options["fixtures"], server.spec)
-        except FixtureError as error:
-            raise ApiError(400, f"body.fixtures: {'; '.join(error.problems[:5])}") from None
+        fixtures = fixtures or read_folder(options["fixtures"], server.spec)
     start = _start(options["start"]) if "start" in options else None
     clock = Clock(options.get("clock", settings.clock), start=start)
     try:
-        return server.build(settings, clock, fixtures)
-    except ApiError as error:
-        raise ApiError(400, f"body.fixtures: {error.message}") from None
+        return server.build(settings, clock, fixtures or server.fixtures)
+    except ApiError as error:                  # its message may quote the files: only its kind is told
+        raise ApiError(400, f"body.fixtures: the records could not be created ({error.status} "
+                            f"{reason(error.status)}; mockserver check --fixtures {options.get('fixtures')} on "
+                            "the server's machine tells why)") from None
 
 
 EARLIEST, LATEST = 0.0, 253370764800.0        # 1970-01-01 .. 9999-01-01: times the API can render, with room

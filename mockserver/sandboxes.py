@@ -25,9 +25,14 @@ HEADER = b"x-mock-sandbox"
 NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
 
 
-def check_name(name):
-    if not NAME.match(name):
-        raise ApiError(400, f"sandbox name {name[:80]!r} is not valid: use 1 to 64 of A-Z a-z 0-9 _ . -")
+DOTS = frozenset({".", ".."})                  # path segments a client may normalise away (into `default`)
+
+
+def check_name(name, noun="sandbox"):
+    """A valid name of a sandbox (or snapshot): 1 to 64 of A-Z a-z 0-9 _ . -, and not `.` or `..`."""
+    if not NAME.match(name) or name in DOTS:
+        raise ApiError(400, f"{noun} name {name[:80]!r} is not valid: use 1 to 64 of A-Z a-z 0-9 _ . -, "
+                            "other than . and ..")
     return name
 
 
@@ -135,6 +140,7 @@ class Sandboxes:
         self.wall = wall
         self.sleep_after = sleep_after          # seconds idle before a quiet world sleeps (None: never)
         self.live = {}                          # name -> Sandbox
+        self.slept = 0                          # worlds put to sleep so far (memory let go)
         self._swept = 0.0
 
     def get(self, name):
@@ -149,7 +155,9 @@ class Sandboxes:
         """The sandbox, made on first use, without counting a call (the server's own reads)."""
         return self.live.get(name) or self.create(name)
 
-    def create(self, name, options=None, replace=False):
+    def create(self, name, options=None, replace=False, fixtures=None):
+        """A sandbox made with `options` (`fixtures`: their fixtures folder, already read), or the live one
+        of that name unless `replace`."""
         check_name(name)
         self.sweep(force=True)
         if name not in self.live and len(self.live) >= self.limit:
@@ -158,7 +166,7 @@ class Sandboxes:
                                 f"server with a higher --max-sandboxes)")
         if name in self.live and not replace:
             return self.live[name]
-        box = self.make(name, options or {})
+        box = self.make(name, options or {}, fixtures) if fixtures is not None else self.make(name, options or {})
         old = self.live.get(name)
         self.live[name] = box
         if old is not None:
@@ -194,7 +202,7 @@ class Sandboxes:
         if self.sleep_after is not None:
             for box in self.live.values():
                 if not box.asleep and now - box.last_used > self.sleep_after:
-                    box.sleep()
+                    self.slept += box.sleep()
         return gone
 
     def awake(self):

@@ -12,7 +12,8 @@ or a seeded probability. Its effect is any of: reply with a status and the error
 latency, drop the connection, make the deployment the call starts fail or stall or take
 other step durations, exhaust the caller's rate limit, make webhook deliveries fail.
 The first active rule that matches a call fires. A file is checked whole before it is
-activated; a broken one is refused with its file, line and problem and never half-loads.
+activated; a broken one is refused with its file, line and problem and never half-loads. A document
+is bounded (yamlbound.py): 1 MiB, 64 levels deep, and aliases adding at most 100,000 nodes.
 """
 
 import fnmatch
@@ -22,6 +23,7 @@ import jsonschema
 import orjson
 import yaml
 
+from . import yamlbound
 from .lifecycle import ERROR_STATES, PLANS
 
 STEP_NAMES = sorted({step[0] for steps in PLANS.values() for step in steps})
@@ -155,8 +157,9 @@ class Scenarios:
     def parse(self, text, source):
         """Check a scenario document whole; returns (name, raw) or raises ScenarioError."""
         try:
-            node = yaml.compose(text, Loader=yaml.SafeLoader)
-            raw = yaml.safe_load(text)
+            node, raw = yamlbound.compose(text, yaml.SafeLoader, yamlbound.SCENARIO_BYTES)
+        except yamlbound.BoundError as error:
+            raise ScenarioError(source, error.line, error.problem) from None
         except yaml.YAMLError as error:
             mark = getattr(error, "problem_mark", None)
             raise ScenarioError(source, mark.line + 1 if mark else None,
@@ -181,9 +184,9 @@ class Scenarios:
         return name
 
     def load_file(self, path):
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-        _, raw = self.parse(text, str(path))
+        with open(path, "rb") as handle:
+            data = handle.read(yamlbound.SCENARIO_BYTES + 1)      # one byte past the bound is enough to refuse
+        _, raw = self.parse(data.decode("utf-8", errors="replace"), str(path))
         return self.activate(raw, str(path))
 
     def load_text(self, text, source, name=None):

@@ -45,12 +45,13 @@ class Server:
         self.start_auth = (dict(first.tokens), first.default_org, frozenset(first.store.organizations.rows))
         first.close()
         self.snapshots = {}                    # name -> Snapshot, shared by all sandboxes
+        self.changes = 0                       # requests that may have changed state: the state file is saved
+        #                                        when this moves (reads do not move it)
         self.graveyard = deque()               # retired sandboxes whose worlds are still to be freed
         self.sandboxes = Sandboxes(self.make_sandbox, self.settings.max_sandboxes, self.settings.sandbox_ttl, wall,
                                    forget=self.forget, sleep_after=self.settings.sleep_after or None)
         self.sandboxes.create(DEFAULT)
         self.collector = None                  # the process's collector policy (collector.py), set by `serve`
-        self.changes = 0                       # requests served: the state file is saved when this moves
         self.saver = None
         self.loaded = {"from": "fixtures", "fixtures": str(self.settings.fixtures)}   # what the start line says
         if self.settings.state_file:
@@ -77,15 +78,21 @@ class Server:
             scenarios.load_file(path)
         return fresh_world(settings, clock, fixtures, scenarios, self.shared.budget)
 
-    def make_sandbox(self, name, options):
-        """A new sandbox: a copy of the start world, or of a snapshot, or a world built for its options."""
-        rt, origin, source = world_for(self, options)
+    def make_sandbox(self, name, options, fixtures=None):
+        """A new sandbox: a copy of the start world, or of a snapshot, or a world built for its options
+        (`fixtures`: the folder of its `fixtures` option, already read)."""
+        rt, origin, source = world_for(self, options, fixtures)
         _own(rt, name)
+        self.changes += 1
         return Sandbox(name, rt, origin, source, self.sandboxes.wall(), self.shared)
 
     def forget(self, box):
         """A sandbox was deleted, replaced or expired: its world is freed now, or, when many go at once,
-        a few at a time by the background loop, so that no request waits behind freeing them all."""
+        a few at a time by the background loop, so that no request waits behind freeing them all. When no
+        sandbox of its name is left, its private snapshots go with it."""
+        self.changes += 1
+        if box.name not in self.sandboxes.live:
+            self.drop_snapshots(box.name, private_only=True)
         box.retire()
         self.graveyard.append(box)
         self.bury()
@@ -97,6 +104,14 @@ class Server:
         started = time.perf_counter()
         while self.graveyard and time.perf_counter() - started < budget:
             self.graveyard.popleft()
+
+    def drop_snapshots(self, sandbox, private_only=False):
+        """Delete the snapshots saved from a sandbox (only its private ones with `private_only`); their names."""
+        gone = [snap.name for snap in self.snapshots.values()
+                if snap.sandbox == sandbox and (snap.private or not private_only)]
+        for name in gone:
+            del self.snapshots[name]
+        return gone
 
     def reset_sandbox(self, box, scenarios=False):
         """Back to the world the sandbox started from. Its clock goes on from where it is, and its
@@ -125,6 +140,7 @@ class Server:
         else:
             raise ApiError(404, f"snapshot {name} not found")
         old, box.rt = box.rt, thaw(data, self.shared)
+        box.rt.source = "fixtures" if name == "fixtures" else f"snapshot {name}"
         if at is not None:
             box.rt.clock.resume_at(at)
         old.close()
@@ -166,8 +182,8 @@ class Server:
                 log.exception("background pump of sandbox %s failed", box.name)
         self.sandboxes.sweep()
         if self.collector is not None:
-            if self.shared.budget.trims:
-                self.shared.budget.trims = 0
+            if self.shared.budget.trims or self.sandboxes.slept:
+                self.shared.budget.trims = self.sandboxes.slept = 0
                 self.collector.release()
             self.collector.tick()
         if self.saver is not None:

@@ -38,12 +38,25 @@ class Settings:
     sleep_after: float = 30.0             # seconds idle before a quiet sandbox's world is kept compressed (0: never)
     control_token: str | None = None      # set: every /_mock route but health needs Bearer <token>
     replica_name: str | None = None       # set: replies carry X-Mock-Replica and health names it
+    allocator: str = "malloc"             # PYTHONMALLOC of `mockserver serve`: malloc or pymalloc
     state_file: str | None = None         # set: sandboxes and snapshots kept there across restarts
     save_interval: float = 5.0            # seconds between saves of the state file (when something changed)
     fresh: bool = False                   # start from the fixtures even when the state file holds a world
-    cors_origins: str = "*"               # "*", a comma-separated list of origins, or "off"
+    max_snapshots: int = 200              # snapshots that may exist at once (the built-in one not counted)
+    header_timeout: float = 10.0          # seconds for a request's line and headers (then 408)
+    body_timeout: float = 30.0            # seconds for a request's body after its headers (then 408)
+    max_header_size: int = 64 * 1024      # bytes of request line and headers (then 431)
+    max_connections: int = 1000           # open at once (lowered to fit the open-file limit)
+    shutdown_timeout: float = 5.0         # seconds requests in progress may take at shutdown
+    cors_origins: str = "local"           # local, *, a comma-separated list of origins (and local, *), or off
     access_log: bool = False
     log_format: str = "text"              # of the access log: text or json
+    upstream: str | None = None           # set: API requests are forwarded there and recorded (record.py)
+    upstream_timeout: float = 30.0        # seconds the upstream may take to answer a forwarded request
+    only: list = field(default_factory=list)      # path globs forwarded (none: every API path)
+    excluded: list = field(default_factory=list)  # path globs answered by the mock instead (--except)
+    har: str | None = None                # set: the recorded exchanges are written there as HAR 1.2
+    fixtures_out: str | None = None       # set: what the replies showed is written there as fixtures
 
 
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")

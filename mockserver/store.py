@@ -61,8 +61,9 @@ class Entry:
 
 
 class Table:
-    def __init__(self, name):
+    def __init__(self, name, everywhere=None):
         self.name = name
+        self.everywhere = set() if everywhere is None else everywhere   # the ids of every table of the store
         self.noun = NOUNS[name]
         self.rows = {}
         self.children = {}                     # parent id -> {id: Entry}, in insertion order
@@ -77,6 +78,7 @@ class Table:
 
     def add(self, entry):
         self.rows[entry.id] = entry
+        self.everywhere.add(entry.id)
         self.children.setdefault(entry.parent, {})[entry.id] = entry
         if self.group is not None:
             self.groups.setdefault((entry.parent, self.group(entry)), {})[entry.id] = entry
@@ -138,6 +140,7 @@ class Table:
     def remove(self, ident):
         entry = self.rows.pop(ident, None)
         if entry is not None:
+            self.everywhere.discard(ident)
             key = self._named.pop(ident, None)
             if key is not None:
                 self._unname(key, ident)
@@ -169,7 +172,8 @@ def _ids(held):
 
 class Store:
     def __init__(self):
-        self.tables = {name: Table(name) for name in NOUNS}
+        self.ids = set()                       # every id any table holds
+        self.tables = {name: Table(name, self.ids) for name in NOUNS}
         for name, table in self.tables.items():
             setattr(self, name, table)
 
@@ -185,7 +189,7 @@ class Store:
 
     def holds(self, ident):
         """Whether any table has a record with this id."""
-        return any(ident in table.rows for table in self.tables.values())
+        return ident in self.ids
 
     def count(self):
         return {name: len(table.rows) for name, table in self.tables.items()}

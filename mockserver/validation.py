@@ -12,7 +12,14 @@ import re
 import jsonschema
 import jsonschema_rs
 
-_DROP = {"example", "discriminator", "xml", "externalDocs", "readOnly", "writeOnly", "deprecated", "nullable"}
+_DROP = {"example", "discriminator", "xml", "externalDocs", "readOnly", "deprecated", "nullable"}
+# Fields that hold a secret wherever they appear. The document marks the ones it can with `writeOnly`
+# (kept in the compiled schemas, where JSON Schema reads it as an annotation); these are the rest.
+SECRET_FIELDS = frozenset({"secret_access_key", "cloudb_secret_key", "json_credentials", "password",
+                           "target_secret"})
+# Also never echoed in a message: `value`, the field of a secret (and of a variable: better hidden once too often).
+HIDDEN = SECRET_FIELDS | {"value"}
+SECRET_MARKER = "secret"                 # an object with "secret": true holds a secret `value` (Terraform variables)
 UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
 
@@ -48,10 +55,19 @@ def to_json_schema(schema, components, _seen=()):
 
 
 class Validator:
-    """Validate one kind of value: `errors(value, "body")` -> [(location, message), ...]."""
+    """Validate one kind of value: `errors(value, "body")` -> [(location, message), ...].
+
+    `secret_fields`: the field names whose values are secrets (SECRET_FIELDS and the schema's writeOnly
+    properties); no message quotes such a value, nor anything inside one or holding one."""
 
     def __init__(self, schema):
         self.schema = schema
+        self.secret_fields = SECRET_FIELDS | write_only(schema)
+        # fields whose value holds secret fields (a registry's `config`, `tf_vars`): a value sent there in
+        # the wrong shape (a list or a string for an object) may be a secret too
+        self.secret_containers = holding(schema, self.secret_fields | {SECRET_MARKER})
+        self.holds_secrets = bool(self.secret_containers or property_names(schema) & self.secret_fields)
+        self._hidden = HIDDEN | self.secret_fields | holding(schema, HIDDEN | self.secret_fields)
         self._fast = jsonschema_rs.validator_for(schema, validate_formats=True)
         self._full = jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker())
 
@@ -60,22 +76,66 @@ class Validator:
             return []
         found = []
         for error in self._full.iter_errors(value):
-            found.extend(_explain(error, where))
+            found.extend(_explain(error, where, self._hidden))
         return found or [(where, "is not valid")]
 
 
-def _explain(error, where):
+def write_only(schema):
+    """Names of the properties a (converted) schema marks writeOnly, at any depth."""
+    return property_names(schema, lambda sub: isinstance(sub, dict) and sub.get("writeOnly"))
+
+
+def property_names(schema, keep=lambda sub: True):
+    """Names of the properties of a (converted) schema, at any depth, whose schema `keep` accepts."""
+    found, pending = set(), [schema]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, list):
+            pending.extend(node)
+        elif isinstance(node, dict):
+            found.update(name for name, sub in (node.get("properties") or {}).items() if keep(sub))
+            pending.extend(value for value in node.values() if isinstance(value, (dict, list)))
+    return frozenset(found)
+
+
+def holding(schema, names):
+    """Names of the properties (at any depth) whose schema has, somewhere below, a property named in `names`."""
+    found = set()
+
+    def below(node):
+        hit = False
+        if isinstance(node, list):
+            for item in node:
+                hit = below(item) or hit
+            return hit
+        if not isinstance(node, dict):
+            return False
+        for name, sub in (node.get("properties") or {}).items():
+            inner = below(sub)
+            if inner:
+                found.add(name)
+            hit = hit or inner or name in names
+        for key, value in node.items():
+            if key != "properties" and isinstance(value, (dict, list)):
+                hit = below(value) or hit
+        return hit
+
+    below(schema)
+    return frozenset(found)
+
+
+def _explain(error, where, hidden):
     """Turn one jsonschema error into located messages; open up oneOf/anyOf to the closest branch."""
     location = _location(where, error.absolute_path)
     if error.validator == "required":
         missing = error.message.split("'")[1] if "'" in error.message else ""
         return [(f"{location}.{missing}" if missing else location, error.message)]
     if error.validator in ("oneOf", "anyOf") and error.context:
-        return _explain_branches(error, where, location)
+        return _explain_branches(error, where, location, hidden)
     if error.validator == "oneOf":                 # no branch failed: more than one matched
         shapes = " | ".join("/".join(_fields(branch)) or "other" for branch in error.validator_value)
         return [(location, f"matches more than one accepted shape; send exactly one of: {shapes}")]
-    return [(location, _message(error, location))]
+    return [(location, _message(error, location, hidden))]
 
 
 def _fields(branch):
@@ -83,7 +143,7 @@ def _fields(branch):
     return list(branch.get("required", [])[:1]) or [name for sub in branch.get("anyOf", []) for name in _fields(sub)]
 
 
-def _explain_branches(error, where, location):
+def _explain_branches(error, where, location, hidden):
     """Pick the branch the value meant: the one whose single-value enum (a discriminator
     such as `kind` or `type`) it satisfies; when none fits, list the accepted values."""
     branches = {}
@@ -108,20 +168,37 @@ def _explain_branches(error, where, location):
     meant = [errors for errors in (fitting or branches.values())
              if not any(e.validator == "required" and not e.relative_path for e in errors)]
     best = min(meant or fitting or branches.values(), key=len)
-    return [item for sub in best for item in _explain(sub, where)] or [(location, "is not valid")]
+    return [item for sub in best for item in _explain(sub, where, hidden)] or [(location, "is not valid")]
 
 
-SENSITIVE = frozenset({"value", "password", "secret_access_key", "cloudb_secret_key", "json_credentials",
-                       "target_secret"})
-
-
-def _message(error, location):
-    """jsonschema's message, without the offending value when it may be a secret or is long."""
+def _message(error, location, hidden):
+    """jsonschema's message, without the offending value when it is long or may be or hold a secret: the
+    value of a secret field, anything inside one, or a value that holds one (a list sent for a string)."""
     text = error.message
     shown = repr(error.instance)
-    if shown in text and (location.rsplit(".", 1)[-1] in SENSITIVE or len(shown) > 80):
-        text = text.replace(shown, "the value", 1)
+    if len(shown) > 80 or _inside_secret(location, hidden) or _holds_secret(error.instance, hidden):
+        text = text.replace(shown, "the value") if shown in text else f"the value fails {error.validator}"
     return text
+
+
+def _inside_secret(location, hidden):
+    """The location is a secret field or inside one, or a whole body (which may be one, sent wrongly typed)."""
+    parts = location.replace("[", ".").split(".")
+    return len(parts) == 1 or any(part in hidden for part in parts)
+
+
+def _holds_secret(value, hidden):
+    """A value that is, or contains at any depth, a mapping with a secret field or the secret marker."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            if item.get(SECRET_MARKER) or any(key in hidden for key in item):
+                return True
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
 
 
 def _location(where, path):

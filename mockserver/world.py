@@ -132,15 +132,16 @@ def thaw(data, shared):
 
 
 class Snapshot:
-    """A saved world: the bytes of world.freeze and what the listing shows of it."""
+    """A saved world: the bytes of world.freeze and what the listing shows of it. A private snapshot
+    belongs to the sandbox it was saved from and goes when that sandbox does."""
 
-    __slots__ = ("name", "data", "sandbox", "saved_at", "clock_at", "journal", "resources")
+    __slots__ = ("name", "data", "sandbox", "saved_at", "clock_at", "journal", "resources", "private")
 
-    def __init__(self, name, data, sandbox, saved_at, clock_at, journal, resources):
+    def __init__(self, name, data, sandbox, saved_at, clock_at, journal, resources, private=False):
         self.name, self.data, self.sandbox, self.saved_at = name, data, sandbox, saved_at
-        self.clock_at, self.journal, self.resources = clock_at, journal, resources
+        self.clock_at, self.journal, self.resources, self.private = clock_at, journal, resources, private
 
     def describe(self):
-        return {"name": self.name, "sandbox": self.sandbox, "saved_at": iso(self.saved_at),
+        return {"name": self.name, "sandbox": self.sandbox, "private": self.private, "saved_at": iso(self.saved_at),
                 "clock_at": iso(self.clock_at), "journal": self.journal, "resources": self.resources,
                 "bytes": len(self.data)}

@@ -16,6 +16,9 @@ CONTROL_REQUESTS = {
     ("GET", "/_mock/calls/coverage"): None,
     ("GET", "/_mock/calls/rows?limit=5"): None,
     ("GET", "/_mock/calls/1"): None,
+    ("GET", "/_mock/calls/export?format=har"): None,
+    ("POST", "/_mock/provider-states"): {"state": "project {id} does not exist", "params": {"id": "fuzz-gone"},
+                                         "action": "setup"},
     ("GET", "/_mock/deployments"): None,
     ("POST", "/_mock/scenarios"): SCENARIO,
     ("PUT", "/_mock/scenarios/fuzz"): SCENARIO,
@@ -43,11 +46,13 @@ CONTROL_REQUESTS = {
     ("DELETE", "/_mock/sandboxes"): None,
     ("GET", "/openapi.json"): None,
     ("GET", "/openapi.yaml"): None,
+    ("GET", "/"): None,
 }
 
 CONTROL_TEMPLATES = {
     "/_mock/calls?limit=5": "/_mock/calls", "/_mock/calls/rows?limit=5": "/_mock/calls/rows",
-    "/_mock/calls/1": "/_mock/calls/{id:int}", "/_mock/scenarios/fuzz": "/_mock/scenarios/{name}",
+    "/_mock/calls/1": "/_mock/calls/{id:int}",
+    "/_mock/calls/export?format=har": "/_mock/calls/export", "/_mock/scenarios/fuzz": "/_mock/scenarios/{name}",
     "/_mock/sandboxes/fuzz-box": "/_mock/sandboxes/{name}", "/_mock/sandboxes/fuzz-box/reset": "/_mock/sandboxes/{name}/reset",
     "/_mock/snapshots/fuzz-snap": "/_mock/snapshots/{name}",
     "/_mock/snapshots/fuzz-snap/restore": "/_mock/snapshots/{name}/restore", "/_mock/ui/app.js": "/_mock/ui/{file}",

@@ -160,12 +160,14 @@ def test_version_names_the_package_the_document_and_python():
 
 
 def test_help_lists_every_environment_variable_of_each_command():
-    from mockserver.cli import ENVIRONMENT
-    serve = run("serve", "--help").stdout
-    for option, names in ENVIRONMENT.items():
-        assert option in serve
-        for name in names:
-            assert name in serve, name
+    from mockserver.cli import OPTIONS
+    for command in ("serve", "record", "parity"):
+        text = run(command, "--help").stdout
+        for option in (option for option in OPTIONS if option.of(command)):
+            assert option.flag in text, (command, option.flag)
+            for name in option.env:
+                assert name in text, (command, name)
+            assert option.help.split(" ")[0] in text
     check = run("check", "--help").stdout
     assert all(name in check for name in ("MOCKSERVER_FIXTURES", "MOCKSERVER_SCENARIOS", "MOCKSERVER_SEED"))
     assert "MOCKSERVER_PORT" not in check
@@ -195,33 +197,86 @@ SAMPLES = {
     "--max-sandboxes": ("12", lambda s: s.max_sandboxes == 12),
     "--sandbox-ttl": ("60", lambda s: s.sandbox_ttl == 60),
     "--sleep-after": ("0", lambda s: s.sleep_after == 0),
+    "--allocator": ("pymalloc", lambda s: s.allocator == "pymalloc"),
     "--control-token": ("secret-ctl", lambda s: s.control_token == "secret-ctl"),
     "--replica-name": ("r2", lambda s: s.replica_name == "r2"),
     "--state-file": ("/tmp/state.bin", lambda s: s.state_file == "/tmp/state.bin"),
     "--save-interval": ("2.5", lambda s: s.save_interval == 2.5),
     "--fresh": ("yes", lambda s: s.fresh is True),
+    "--max-snapshots": ("7", lambda s: s.max_snapshots == 7),
+    "--header-timeout": ("2.5", lambda s: s.header_timeout == 2.5),
+    "--body-timeout": ("4", lambda s: s.body_timeout == 4),
+    "--max-header-size": ("16k", lambda s: s.max_header_size == 16 * 1024),
+    "--max-connections": ("40", lambda s: s.max_connections == 40),
+    "--shutdown-timeout": ("0", lambda s: s.shutdown_timeout == 0),
+    "--upstream": ("https://api.platform.example", lambda s: s.upstream == "https://api.platform.example"),
+    "--only": ("/project/*,/environment/*", lambda s: s.only == ["/project/*", "/environment/*"]),
+    "--except": ("/organization", lambda s: s.excluded == ["/organization"]),
+    "--har": ("/tmp/session.har", lambda s: str(s.har) == "/tmp/session.har"),
+    "--fixtures-out": ("/tmp/recorded", lambda s: str(s.fixtures_out) == "/tmp/recorded"),
+    "--upstream-timeout": ("7.5", lambda s: s.upstream_timeout == 7.5),
+}
+# options that need another one set beside them
+ALONGSIDE = {flag: {"MOCKSERVER_UPSTREAM": "https://api.platform.example"}
+             for flag in ("--only", "--except", "--har", "--fixtures-out")}
+# a valid value of each option of `parity`, and how it shows in its configuration
+PARITY_SAMPLES = {
+    "--token": ("platform-token", lambda c: c.token == "platform-token"),
+    "--auth-scheme": ("Bearer", lambda c: c.auth_scheme == "Bearer"),
+    "--flow": ("/tmp/flow.har", lambda c: str(c.flow) == "/tmp/flow.har"),
+    "--allow-writes": ("yes", lambda c: c.allow_writes is True),
+    "--allow": ("/tmp/allow.yaml", lambda c: str(c.allow) == "/tmp/allow.yaml"),
+    "--map": ("/tmp/ids.yaml", lambda c: str(c.mapping) == "/tmp/ids.yaml"),
+    "--pace": ("600/1h", lambda c: c.pace == (600, 3600)),
+    "--poll-interval": ("2", lambda c: c.poll_interval == 2),
+    "--poll-timeout": ("60", lambda c: c.poll_timeout == 60),
+    "--max-wait": ("120", lambda c: c.max_wait == 120),
+    "--upstream-timeout": ("9", lambda c: c.timeout == 9),
+    "--mock": ("http://127.0.0.1:8080", lambda c: c.mock == "http://127.0.0.1:8080"),
+    "--mock-token": ("mock-write-token", lambda c: c.mock_token == "mock-write-token"),
+    "--mock-control-token": ("ctl", lambda c: c.mock_control_token == "ctl"),
+    "--markdown": ("/tmp/p.md", lambda c: str(c.markdown) == "/tmp/p.md"),
+    "--json": ("/tmp/p.json", lambda c: str(c.json) == "/tmp/p.json"),
+    "--junit": ("/tmp/p.xml", lambda c: str(c.junit) == "/tmp/p.xml"),
+    "--skip": ("deploy*,getCluster", lambda c: c.skip == ["deploy*", "getCluster"]),
+    "--git-url": ("https://git.example.com/a/b.git", lambda c: c.git_url == "https://git.example.com/a/b.git"),
+    "--fixtures": ("/tmp/fx", lambda c: str(c.fixtures) == "/tmp/fx"),
+    "--seed": ("3", lambda c: c.seed == 3),
+    "--upstream": ("https://api.platform.example", lambda c: c.upstream == "https://api.platform.example"),
 }
 
 
 def test_every_listed_environment_variable_sets_its_option(monkeypatch):
-    from mockserver.cli import ENVIRONMENT, parser, settings_from
-    assert set(SAMPLES) == set(ENVIRONMENT)
-    for option, names in ENVIRONMENT.items():
-        value, holds = SAMPLES[option]
-        for name in names:
-            for other in (n for names_ in ENVIRONMENT.values() for n in names_):
-                monkeypatch.delenv(other, raising=False)
-            monkeypatch.setenv(name, value)
-            assert holds(settings_from(parser().parse_args(["serve"]))), name
+    from mockserver.cli import OPTIONS, parity_config, parser, settings_from
+    serve = {option.flag: option.env for option in OPTIONS if option.of("serve")}
+    parity = {option.flag: option.env for option in OPTIONS if option.of("parity")}
+    assert set(SAMPLES) == set(serve) and set(PARITY_SAMPLES) == set(parity)
+    everything = {n for option in OPTIONS for n in option.env}
+    for command, options, samples in (("serve", serve, SAMPLES), ("parity", parity, PARITY_SAMPLES)):
+        for option, names in options.items():
+            value, holds = samples[option]
+            for name in names:
+                for other in everything:
+                    monkeypatch.delenv(other, raising=False)
+                if command == "parity":
+                    monkeypatch.setenv("MOCKSERVER_UPSTREAM", "https://api.platform.example")
+                    monkeypatch.setenv("MOCKSERVER_UPSTREAM_TOKEN", "platform-token")
+                for extra, text in ALONGSIDE.get(option, {}).items():
+                    monkeypatch.setenv(extra, text)
+                monkeypatch.setenv(name, value)
+                args = parser().parse_args([command])
+                assert holds(settings_from(args) if command == "serve" else parity_config(args)), name
 
 
-def test_new_options_default_to_cors_for_every_origin_and_no_access_log(monkeypatch):
+def test_new_options_default_to_cors_for_local_pages_no_access_log_and_bounded_connections(monkeypatch):
     from mockserver.cli import ENVIRONMENT, parser, settings_from
     for names in ENVIRONMENT.values():
         for name in names:
             monkeypatch.delenv(name, raising=False)
     settings = settings_from(parser().parse_args(["serve"]))
-    assert (settings.cors_origins, settings.access_log, settings.log_format) == ("*", False, "text")
+    assert (settings.cors_origins, settings.access_log, settings.log_format) == ("local", False, "text")
+    assert (settings.header_timeout, settings.body_timeout, settings.max_header_size, settings.max_connections,
+            settings.shutdown_timeout, settings.max_snapshots) == (10, 30, 64 * 1024, 1000, 5, 200)
 
 
 @pytest.mark.parametrize("args, env, needle", [
@@ -230,6 +285,11 @@ def test_new_options_default_to_cors_for_every_origin_and_no_access_log(monkeypa
     ([], {"MOCKSERVER_ACCESS_LOG": "maybe"}, "MOCKSERVER_ACCESS_LOG"),
     ([], {"MOCKSERVER_LOG_FORMAT": "xml"}, "MOCKSERVER_LOG_FORMAT"),
     (["--log-format", "xml"], {}, "--log-format"),
+    (["--cors-origins", "local,off"], {}, "off stands alone"),
+    (["--header-timeout", "0"], {}, "--header-timeout"),
+    ([], {"MOCKSERVER_MAX_CONNECTIONS": "many"}, "MOCKSERVER_MAX_CONNECTIONS"),
+    (["--max-header-size", "big"], {}, "--max-header-size"),
+    (["--shutdown-timeout", "-1"], {}, "--shutdown-timeout"),
 ])
 def test_a_bad_new_option_exits_2_with_one_clear_line(args, env, needle):
     result = run("serve", *args, env=env)

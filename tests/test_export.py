@@ -23,6 +23,7 @@ SECRETS = {
     "registry password": "registry-password-value-5",
     "webhook secret": "webhook-secret-value-6",
     "credentials key": "credentials-key-value-7",
+    "terraform variable": "tf-secret-value-8",
 }
 GIT = {"url": "https://git.example.com/acme/export.git", "branch": "main"}
 
@@ -88,7 +89,10 @@ def build_world(client):
         "helm": {"name": "monitoring", "source": {"git_repository": {**GIT, "root_path": "/charts/prometheus"}},
                  "values_override": {"set": [["replicas", "2"]], "file": {"raw": {"values": [
                      {"name": "odd.yaml", "content": "replicas: 2   \n\tnot: yaml\n"}]}}}},
-        "terraform": {"name": "network", "git_repository": {**GIT, "root_path": "/tf"}, "engine": "OPEN_TOFU"},
+        "terraform": {"name": "network", "git_repository": {**GIT, "root_path": "/tf"}, "engine": "OPEN_TOFU",
+                      "terraform_variables_source": {"tf_vars": [
+                          {"key": "db_password", "value": s["terraform variable"], "secret": True},
+                          {"key": "region", "value": "eu-west-3"}]}},
     }
     for kind, body in payloads.items():
         ids[kind] = ok(client.post(f"/environment/{env}/{kind}", json=body))["id"]
@@ -214,6 +218,7 @@ def test_secrets_never_appear_in_clear_by_default(client):
     assert "<fill in: secret API_KEY of project export-me>" in text
     assert "<fill in: password of container registry export-reg>" in text
     assert "<fill in: target_secret of webhook http://127.0.0.1:9/hook>" in text
+    assert "<fill in: secret Terraform variable db_password of terraform network>" in text
 
 
 def test_secrets_appear_with_the_flag_and_round_trip(client, make_server, spec, tmp_path):
@@ -236,6 +241,24 @@ def test_a_placeholder_export_loads_and_keeps_its_placeholders(client, make_serv
         assert export(again, secrets="include") == text.replace(
             "Secrets are placeholders: replace every '<fill in: ...>' value before use.",
             "WARNING: this export holds secrets in clear. Do not commit it.")
+
+
+def test_an_export_with_secrets_passes_check_and_serves_them_again(client, tmp_path):
+    ids = build_world(client)
+    edited = client.put(f"/terraform/{ids['terraform']}", json={
+        "name": "network", "git_repository": {**GIT, "root_path": "/tf"},
+        "terraform_variables_source": {"tf_vars": [{"key": "db_password", "value": "tf-secret-edited-9",
+                                                    "secret": True}]}})
+    assert edited.status_code == 200, edited.text
+    assert "tf-secret-edited-9" not in edited.text
+    folder = tmp_path / "with-secrets"
+    folder.mkdir()
+    text = export(client, secrets="include")
+    (folder / "state.yaml").write_text(text)
+    assert "tf-secret-edited-9" in text and SECRETS["terraform variable"] not in text
+    checked = run("check", "--fixtures", str(folder))
+    assert checked.returncode == 0, checked.stderr
+    assert "mockserver check: ok" in checked.stdout
 
 
 @pytest.mark.parametrize("query", ["secrets=clear", "secret=include", "secrets="])

@@ -298,3 +298,21 @@ def test_sleeping_sandboxes_take_a_fraction_of_the_memory(make_server):
         assert box.sleep()
     sizes = [len(box._sleeping) for box in boxes]
     assert max(sizes) < len(server.origin) / 2             # compressed: well under the frozen world itself
+
+
+# ---------------------------------------------------------------- the allocator of a serving process
+def _environment_of(pid):
+    with open(f"/proc/{pid}/environ", "rb") as handle:
+        return dict(item.split(b"=", 1) for item in handle.read().split(b"\0") if b"=" in item)
+
+
+def test_serve_runs_under_the_allocator_that_hands_memory_back(live_server, monkeypatch):
+    monkeypatch.delenv("PYTHONMALLOC", raising=False)
+    server = live_server("--clock", "manual")
+    assert _environment_of(server.process.pid).get(b"PYTHONMALLOC") == b"malloc"   # restarted itself, same pid
+
+
+def test_serve_keeps_pythons_allocator_when_asked(live_server, monkeypatch):
+    monkeypatch.delenv("PYTHONMALLOC", raising=False)
+    server = live_server("--clock", "manual", "--allocator", "pymalloc")
+    assert b"PYTHONMALLOC" not in _environment_of(server.process.pid)

@@ -9,6 +9,9 @@ The rest (routing, names, lifecycle and options) runs in-process.
 """
 
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -19,7 +22,7 @@ from starlette.testclient import TestClient
 from mockserver.app import MockServer
 from mockserver.settings import Settings
 
-from conftest import ADMIN, APP, ENV, ORG, PROJECT, assert_error
+from conftest import ADMIN, APP, ENV, ORG, PROJECT, ROOT, assert_error
 from receiver import DEADLINE, Receiver, Silent
 
 PROJECTS = f"/organization/{ORG}/project"
@@ -336,6 +339,20 @@ def test_invalid_names_are_400_by_prefix_header_and_control_routes(mock, name):
     assert set(sandbox_list(mock)) == before
 
 
+@pytest.mark.parametrize("name", [".", ".."])
+def test_dot_names_are_refused_as_sandbox_and_snapshot_names(mock, name):
+    """A client that normalises paths would turn /sandbox/../x into /x: the default sandbox."""
+    before = set(sandbox_list(mock))
+    assert "other than . and .." in assert_error(mock.get("/organization", headers=in_box(name)), 400)["message"]
+    assert_error(mock.get("/_mock/calls", headers=in_box(name)), 400)
+    encoded = name.replace(".", "%2E")                        # as sent by a client that does not normalise
+    assert_error(mock.put(f"/_mock/sandboxes/{encoded}"), 400)
+    assert_error(mock.get(f"/sandbox/{encoded}/organization"), 400)
+    snapshot = assert_error(mock.post("/_mock/snapshots", json={"name": name}), 400)
+    assert snapshot["message"].startswith("snapshot name")
+    assert set(sandbox_list(mock)) == before
+
+
 def test_empty_names_are_400(mock):
     assert_error(mock.get("/sandbox//organization"), 400)
     assert_error(mock.get("/sandbox/"), 400)
@@ -593,6 +610,33 @@ def test_option_fixtures_folder(mock, tmp_path):
     assert org.json()["name"] == "Other"
     assert_error(mock.get("/sandbox/other-world/organization"), 401)            # the default tokens are not there
     assert mock.get("/organization").json()["name"] == "Acme"
+
+
+def test_option_fixtures_reads_only_regular_files_and_never_quotes_them(mock, tmp_path):
+    """The folder is the caller's choice: a FIFO would block the reader for ever, and the files may be
+    anything of the server's machine, whose contents a 400 must not give away."""
+    fifo = tmp_path / "fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / "organizations.yaml")
+    message = assert_error(mock.put("/_mock/sandboxes/fifo", json={"fixtures": str(fifo)}), 400)["message"]
+    assert "organizations.yaml: not a regular file" in message
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "credentials.yaml").write_text("aws_secret_access_key: AKIA-KEEP-THIS-PRIVATE\n")
+    (private / "tokens.yaml").write_text("tokens:\n  - {name: ci, value: tok-keep-this-private, scopes: [Root]}\n")
+    (private / "broken.yaml").write_text("organizations: [ {name: 'still-private', : }\n")
+    message = assert_error(mock.put("/_mock/sandboxes/private", json={"fixtures": str(private)}), 400)["message"]
+    for content in ("AKIA-KEEP-THIS-PRIVATE", "aws_secret_access_key", "tok-keep-this-private", "Root",
+                    "still-private"):
+        assert content not in message, content
+    assert "credentials.yaml: an unknown top-level key" in message
+    assert "tokens.yaml: an entry of tokens does not match" in message
+    assert "broken.yaml: not valid YAML (line 1)" in message
+    assert "mockserver check --fixtures" in message
+    assert mock.get("/_mock/health").status_code == 200
+    checked = subprocess.run([sys.executable, "-m", "mockserver", "check", "--fixtures", str(private)], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60)
+    assert "aws_secret_access_key" in checked.stderr           # on the server's machine, check says it all
 
 
 def test_option_snapshot(mock):

@@ -132,6 +132,74 @@ def test_sandboxes_made_from_one_snapshot_hand_out_different_new_ids(client):
     assert new_project(client, "p", "/sandbox/x") != new_project(client, "p", "/sandbox/y")
 
 
+def snapshot_names(client):
+    return [s["name"] for s in client.get("/_mock/snapshots").json()["results"]]
+
+
+def test_at_most_max_snapshots_exist(make_server):
+    from starlette.testclient import TestClient
+    with TestClient(make_server(max_snapshots=2), base_url="http://mock", headers=ADMIN) as client:
+        assert save(client, "one").status_code == 201 and save(client, "two").status_code == 201
+        message = assert_error(save(client, "three"), 503)["message"]
+        assert "the limit is 2" in message and "--max-snapshots" in message
+        assert save(client, "two", replace=True).status_code == 201            # replacing makes none more
+        assert client.delete("/_mock/snapshots/one").status_code == 204
+        assert save(client, "three").status_code == 201
+        assert snapshot_names(client) == ["fixtures", "two", "three"]
+
+
+def test_private_snapshots_go_with_their_sandbox_and_shared_ones_stay(client):
+    assert save(client, "mine", "/sandbox/t1", private=True).json()["private"] is True
+    assert save(client, "ours", "/sandbox/t1").json()["private"] is False
+    assert save(client, "other", "/sandbox/t2", private=True).status_code == 201
+    assert client.put("/_mock/sandboxes/t1", json={}).status_code == 200    # replaced: the sandbox goes on
+    assert snapshot_names(client) == ["fixtures", "mine", "ours", "other"]
+    assert client.delete("/_mock/sandboxes/t1").status_code == 204
+    assert snapshot_names(client) == ["fixtures", "ours", "other"]
+    assert client.delete("/_mock/sandboxes").status_code == 204             # every sandbox but default goes
+    assert snapshot_names(client) == ["fixtures", "ours"]
+
+
+def test_deleting_a_sandbox_with_snapshots_delete_takes_every_snapshot_saved_from_it(client):
+    save(client, "shared-1", "/sandbox/t3")
+    save(client, "shared-2", "/sandbox/t3", private=True)
+    save(client, "elsewhere", "/sandbox/t4")
+    assert_error(client.delete("/_mock/sandboxes/t3?snapshots=all"), 400)
+    assert_error(client.delete("/_mock/sandboxes/t3?snapshot=delete"), 400)
+    assert snapshot_names(client) == ["fixtures", "shared-1", "shared-2", "elsewhere"]   # nothing done
+    assert client.delete("/_mock/sandboxes/t3?snapshots=delete").status_code == 204
+    assert snapshot_names(client) == ["fixtures", "elsewhere"]
+    assert_error(client.delete("/_mock/sandboxes/t3?snapshots=delete"), 404)
+
+
+def test_private_snapshots_of_an_expired_sandbox_go_too(server):
+    from starlette.testclient import TestClient
+    now = [1000.0]
+    server.sandboxes.wall = lambda: now[0]
+    with TestClient(server, base_url="http://mock", headers=ADMIN) as client:
+        save(client, "kept-while-alive", "/sandbox/idle", private=True)
+        now[0] += server.settings.sandbox_ttl + 10
+        server.sandboxes.sweep(force=True)
+        assert "idle" not in [b["name"] for b in client.get("/_mock/sandboxes").json()["results"]]
+        assert snapshot_names(client) == ["fixtures"]
+
+
+def test_the_plugin_saves_a_tests_snapshots_as_private(live_manual):
+    from mockserver.pytest_plugin import MockServerClient
+    root = MockServerClient(live_manual.url)
+    handle = root.in_sandbox("plugin-private")
+    try:
+        assert handle.snapshot("before")["private"] is True
+        assert handle.snapshot("for-others", shared=True)["private"] is False
+    finally:
+        root.http.delete(f"{live_manual.url}/_mock/sandboxes/plugin-private")   # not the plugin's own clean-up
+        names = snapshot_names(root.http)
+        root.http.delete(f"{live_manual.url}/_mock/snapshots/for-others")
+        handle.close()
+        root.close()
+    assert "for-others" in names and not any(name.startswith("before.") for name in names)
+
+
 def test_unknown_snapshot_for_a_new_sandbox_is_404(client):
     assert "nope" in assert_error(client.put("/_mock/sandboxes/z", json={"snapshot": "nope"}), 404)["message"]
 
@@ -174,6 +242,28 @@ def test_sigkill_after_a_save_interval_keeps_everything_saved(tmp_path):
         assert http.get(f"/project/{ident}").status_code == 404          # still only in its sandbox
     finally:
         again.stop()
+
+
+def test_reads_alone_never_rewrite_the_state_file(tmp_path):
+    path = tmp_path / "state.bin"
+    server = _serve(path, "--save-interval", "0.2")
+    try:
+        http = httpx.Client(base_url=server.url, headers=ADMIN, timeout=10)
+        before = time.time_ns()
+        new_project(http, "a-change")
+        _wait_saved(path, before)
+        time.sleep(0.5)                                  # any save still under way is done
+        saved = os.stat(path).st_mtime_ns
+        for _ in range(15):                              # health probes and reads for many save intervals
+            assert http.get("/_mock/health").status_code == 200
+            assert http.get(f"/organization/{ORG}/project").status_code == 200
+            assert http.get("/_mock/calls").status_code == 200
+            time.sleep(0.1)
+        assert os.stat(path).st_mtime_ns == saved        # nothing changed, nothing written
+        assert http.get("/sandbox/made-by-a-read/organization").status_code == 200     # a new sandbox is a change
+        _wait_saved(path, saved)
+    finally:
+        server.stop()
 
 
 def test_sigterm_saves_the_last_calls(tmp_path):

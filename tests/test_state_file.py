@@ -169,13 +169,13 @@ def state_of(pid):
 
 
 def catch_a_saving_child(server, path, timeout=30):
-    """Keep the server changing (each request is a change) until a saving child shows, and stop it while
+    """Keep the server changing (each write is a change) until a saving child shows, and stop it while
     it is still making the state, before it opened its temporary file (so before it could rename it)."""
     deadline = time.monotonic() + timeout
     with httpx.Client(base_url=server.url, timeout=10) as http:
         while time.monotonic() < deadline:
             before = os.stat(path).st_ino
-            http.get("/_mock/health")
+            http.put("/_mock/sandboxes/churn")                 # replaced each time: a change to save
             for child in children(server.process.pid):
                 if state_of(child) in (None, "Z"):
                     continue                               # a save that ended, not reaped yet

@@ -197,6 +197,13 @@ def build_terraform(ctx, body, env):
     return out
 
 
+def _secret_tf_values(body):
+    """key -> value of a Terraform payload's secret variables: kept privately (records never show them), for
+    the export of the state with its secrets."""
+    tf_vars = (body.get("terraform_variables_source") or {}).get("tf_vars", [])
+    return {var["key"]: var.get("value", "") for var in tf_vars if var.get("secret")}
+
+
 def _tf_var(var):
     """A Terraform variable as records show it: a secret one without its value."""
     secret = var.get("secret", False)
@@ -235,7 +242,9 @@ def create(ctx, kind):
     data = {"id": ident, **rt.stamp(ctx.now), "environment": {"id": env.id}, "name": body["name"],
             **({"description": body["description"]} if body.get("description") is not None else {}),
             "service_type": KINDS[kind][1], "icon_uri": f"{ICON_BASE}/{kind}.svg", **BUILDERS[kind](ctx, body, env)}
-    entry = Entry(data, ctx.org, env.id, meta={"kind": kind, "type": KINDS[kind][1], "created": ctx.now})
+    secrets = _secret_tf_values(body) if kind == "terraform" else None
+    entry = Entry(data, ctx.org, env.id, private={"tf_vars": secrets} if secrets else None,
+                  meta={"kind": kind, "type": KINDS[kind][1], "created": ctx.now})
     rt.store.services.add(entry)
     rt.bump(entry)
     _count_registry(ctx, data, +1)
@@ -268,6 +277,8 @@ def edit(ctx, kind):
         entry.data["registry"] = rebuilt["registry"]
     if kind == "terraform":                        # the flat fields mirror the nested ones: all follow
         entry.data.update(rebuilt)
+        if "terraform_variables_source" in body:
+            entry.private = {**(entry.private or {}), "tf_vars": _secret_tf_values(body)}
     _count_registry(ctx, entry.data, +1)
     touch(rt, entry, ctx.now)
     return entry.data

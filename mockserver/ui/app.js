@@ -364,6 +364,7 @@ async function openCall(id) {
   const headers = Object.entries(c.headers || {}).map(([k, v]) => `<dt>${esc(k)}</dt><dd>${esc(v)}</dd>`).join("");
   const queryRows = Object.entries(c.query || {}).map(([k, v]) => `<dt>${esc(k)}</dt><dd>${esc(v)}</dd>`).join("");
   const deliveries = (c.webhook_deliveries || []).map((d) => `#${esc(d)}`).join(", ");
+  const forwarded = Array.isArray(c.drift);       // a call the recording proxy forwarded to the upstream
   pane.innerHTML = `
     <h2 id="call-title">Call #${c.id}</h2>
     <div class="summary-line"><span class="method ${esc(c.method)}">${esc(c.method)}</span>
@@ -377,7 +378,9 @@ async function openCall(id) {
       <dt>Token</dt><dd>${esc(c.token || "none")}</dd>
       <dt>Scenario rule</dt><dd>${esc(c.scenario_rule || "none fired")}</dd>
       <dt>Webhook deliveries</dt><dd>${deliveries || "none"}</dd>
+      <dt>Answered by</dt><dd>${forwarded ? "the upstream (recorded)" : "the mock"}</dd>
     </dl>
+    ${forwarded ? driftSection(c.drift) : ""}
     <h3>Request</h3>
     ${queryRows ? `<dl class="kv">${queryRows}</dl>` : ""}
     <dl class="kv request-headers">${headers}</dl>
@@ -386,6 +389,15 @@ async function openCall(id) {
     <h3>Response ${statusBadge(c.status)}</h3>
     ${c.response === null || c.response === undefined ? '<p class="muted">No body</p>' : json(c.response)}`;
   pane.scrollTop = 0;
+}
+
+function driftSection(findings) {
+  if (!findings.length) {
+    return '<h3>Drift</h3><p class="muted drift-none">None: the exchange agrees with the mock\'s document.</p>';
+  }
+  const items = findings.map((f) => `
+    <li><span class="badge warn">${esc(f.kind)}</span> <code>${esc(f.path)}</code> ${esc(f.message)}</li>`).join("");
+  return `<h3>Drift <span class="badge warn">${findings.length}</span></h3><ul class="drift">${items}</ul>`;
 }
 
 $("#call-rows").addEventListener("click", (event) => {

@@ -1,0 +1,221 @@
+"""Limits below HTTP: what one connection may cost the server before its request is whole.
+
+`protocol(limits)` is uvicorn's httptools protocol with four bounds (`Limits`, from the options):
+
+- **header timeout**: a request's line and headers must have arrived `header_timeout` seconds
+  after the connection opened or the request's first byte came; a connection that stays silent,
+  or sends its headers a few bytes at a time, is answered 408 and closed. (Between requests, an
+  idle keep-alive connection is closed after uvicorn's keep-alive timeout.)
+- **body timeout**: the request's body must have arrived `body_timeout` seconds after its headers;
+  a slow upload is answered 408 (when nothing was answered yet) and closed, and the request being
+  answered sees the client disconnect.
+- **header size**: the request line and headers together at most `max_header_size` bytes; past
+  that, 431. Bytes are counted as they arrive, so a huge header is never held whole.
+- **connections**: at most `max_connections` at once. One more takes the place of the connection
+  that has waited longest without a request in progress (silent, still sending its headers, or an
+  idle keep-alive); only when every connection has a request in progress is it refused, 503.
+
+Replies written here are the spec's error body with `Connection: close`. After one, the
+connection reads and discards what the client still sends for a moment (at most LINGER seconds
+and LINGER_BYTES bytes) before closing, so that the client reads the reply instead of a reset.
+
+`raise_fd_limit()` raises the process's soft limit of open files to its hard limit where the
+system allows; `connection_budget` keeps `max_connections` below what that limit leaves.
+"""
+
+from dataclasses import dataclass
+
+import httptools
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+
+from .errors import ApiError
+from .requestid import request_id
+
+LINGER = 1.0                     # seconds a refused connection still reads before it closes
+LINGER_BYTES = 1024 * 1024       # ... and bytes
+FD_RESERVE = 100                 # open files kept for everything but connections (state file, webhooks, logs)
+FD_TARGET = 1024 * 1024          # the soft limit asked for when the hard one is unlimited
+
+
+@dataclass(frozen=True)
+class Limits:
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    max_header_size: int = 64 * 1024
+    max_connections: int = 1000
+
+
+def protocol(limits):
+    """The protocol class uvicorn is given (`http=`), bound to these limits."""
+    return type("GuardedProtocol", (GuardedProtocol,), {"limits": limits})
+
+
+class _Answered(Exception):
+    """Stops the parser: this connection was answered here and is closing."""
+
+
+class GuardedProtocol(HttpToolsProtocol):
+    limits = Limits()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.deadline = None     # the timer of the header or body timeout in force
+        self.in_head = True      # waiting for, or reading, a request line and headers
+        self.head_bytes = 0      # bytes received of them
+        self.waiting_since = self.loop.time()
+        self.answered = False    # a reply was written here; the connection lingers, then closes
+        self.discarded = 0
+
+    # ------------------------------------------------------------ the connection
+    def connection_made(self, transport):
+        super().connection_made(transport)
+        if len(self.connections) > self.limits.max_connections and not self._make_room():
+            self._answer(503, f"the server holds its limit of {self.limits.max_connections} connections, each "
+                              "with a request in progress (--max-connections); retry in a moment",
+                         [(b"retry-after", b"1")])
+            return
+        self._arm(self.limits.header_timeout, self._head_too_slow)
+
+    def connection_lost(self, exc):
+        self._disarm()
+        super().connection_lost(exc)
+
+    def idle(self):
+        """No request in progress (silent, still sending its headers, or between requests), and not closing."""
+        return (not self.answered and not self.transport.is_closing()
+                and (self.cycle is None or self.cycle.response_complete))
+
+    def _make_room(self):
+        """Close the connection that has waited longest without a request in progress; False if none has."""
+        waiting = [c for c in self.connections if c is not self and isinstance(c, GuardedProtocol) and c.idle()]
+        if not waiting:
+            return False
+        oldest = min(waiting, key=lambda c: c.waiting_since)
+        if oldest.head_bytes:
+            oldest._answer(503, "the server is at its connection limit (--max-connections) and this connection "
+                                "was the slowest to send its request")
+        else:
+            oldest.transport.close()             # nothing of a request came: closing is what idle clients expect
+        return True
+
+    def data_received(self, data):
+        if self.answered:                        # lingering after a reply: read and drop
+            self.discarded += len(data)
+            if self.discarded > LINGER_BYTES:
+                self.transport.close()
+            return
+        self._unset_keepalive_if_required()
+        if self.in_head:
+            self.head_bytes += len(data)
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            pass                                 # no upgrades (no websockets here): answered as plain HTTP
+        except httptools.HttpParserError as error:
+            if not self.answered:                # else a step below stopped the parser after its own reply
+                self._answer(400, f"malformed HTTP request: {error}")
+            return
+        if self.in_head and self.head_bytes > self.limits.max_header_size:
+            self._too_large()
+
+    # ------------------------------------------------------------ the parser's steps
+    def on_message_begin(self):
+        super().on_message_begin()
+        if self.deadline is None:                # a request's first byte on a kept-alive connection
+            self._arm(self.limits.header_timeout, self._head_too_slow)
+
+    def on_headers_complete(self):
+        self._disarm()
+        self.in_head = False
+        size = len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers)
+        if size > self.limits.max_header_size:
+            self._too_large()
+            raise _Answered()
+        super().on_headers_complete()
+        self._arm(self.limits.body_timeout, self._body_too_slow)
+
+    def on_message_complete(self):
+        self._disarm()
+        super().on_message_complete()
+        self.in_head, self.head_bytes = True, 0
+
+    def on_response_complete(self):
+        super().on_response_complete()
+        self.waiting_since = self.loop.time()
+
+    # ------------------------------------------------------------ timeouts and replies
+    def _arm(self, seconds, callback):
+        self._disarm()
+        self.deadline = self.loop.call_later(seconds, callback)
+
+    def _disarm(self):
+        if self.deadline is not None:
+            self.deadline.cancel()
+            self.deadline = None
+
+    def _head_too_slow(self):
+        self.deadline = None
+        if self.cycle is not None and not self.cycle.response_complete:
+            # a request sent behind one still being answered: reading waits for that answer, not the client
+            self._arm(self.limits.header_timeout, self._head_too_slow)
+            return
+        self._answer(408, f"the request line and headers did not arrive within {self.limits.header_timeout:g} "
+                          "seconds (--header-timeout)")
+
+    def _body_too_slow(self):
+        self.deadline = None
+        if self.cycle is not None and self.cycle.response_started:
+            self.transport.close()               # already answered: nothing more can be said
+            return
+        self._answer(408, f"the request body did not arrive within {self.limits.body_timeout:g} seconds of its "
+                          "headers (--body-timeout)")
+
+    def _too_large(self):
+        self._answer(431, f"the request line and headers are larger than {self.limits.max_header_size} bytes "
+                          "(--max-header-size)")
+
+    def _answer(self, status, message, extra=()):
+        """Write the error reply, tell a request in progress that its client is gone, then linger and close."""
+        self.answered = True
+        self._disarm()
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            cycle.disconnected = True
+            cycle.message_event.set()
+        body = ApiError(status, message).render()
+        headers = [*self.server_state.default_headers, (b"content-type", b"application/json"),
+                   (b"content-length", str(len(body)).encode()), (b"connection", b"close"),
+                   (b"x-request-id", request_id(None).encode()), *extra]
+        self.transport.write(b"".join([STATUS_LINE[status], *(b"%s: %s\r\n" % pair for pair in headers),
+                                       b"\r\n", body]))
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self.flow.resume_reading()
+        self.loop.call_later(LINGER, self.transport.close)
+
+
+# ---------------------------------------------------------------- open files
+def raise_fd_limit():
+    """Raise the soft limit of open files to the hard one where allowed; the soft limit in force (None where
+    the system has no such limit)."""
+    try:
+        import resource
+    except ImportError:                          # not a Unix
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = FD_TARGET if hard == resource.RLIM_INFINITY else hard
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+        except (ValueError, OSError):            # not allowed here: the limit stays
+            pass
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def connection_budget(max_connections, fd_limit):
+    """The connections that may be open at once under an open-file limit (a few files kept for the rest)."""
+    if fd_limit is None:
+        return max_connections
+    return max(1, min(max_connections, fd_limit - FD_RESERVE))
+

@@ -1,0 +1,314 @@
+"""The recording proxy (`mockserver record --upstream URL`, or `serve --upstream URL`).
+
+The mock listens as usual; an API request whose path the `--only`/`--except` globs choose (all of
+them by default) is forwarded to the upstream with the caller's headers (Authorization included,
+hop-by-hop headers left out), and the upstream's status, headers and body go back to the caller
+as they came, the body byte for byte (still compressed if it came compressed). Every other request
+is answered by the mock itself (hybrid). After the reply is sent, the exchange is:
+
+- checked against the mock's document (drift.exchange): the request, the status, every field of
+  the reply; the findings are its drift;
+- journaled as a normal call with its drift (`drift` in `GET /_mock/calls`, shown by the inspector),
+  redacted as every call is, and secret fields of the reply masked too;
+- kept for the HAR file (`--har FILE`) and the fixtures (`--fixtures-out DIR`, harvest.py), both
+  written when the recorder stops (Ctrl-C, SIGTERM).
+
+An upstream that cannot be reached is a 502 (504 when it does not answer in `--upstream-timeout`
+seconds) in the spec's error body, journaled like any other exchange.
+"""
+
+import asyncio
+import fnmatch
+import gzip
+import logging
+import os
+import sys
+import time
+import zlib
+from pathlib import Path
+from urllib.parse import parse_qsl
+
+import httpx
+import orjson
+
+from . import drift, har, requestid
+from .errors import ApiError
+from .harvest import Harvest
+from .journal import REDACTED, SECRET_FIELDS, redact_authorization
+from .sandboxes import choose
+
+log = logging.getLogger("mockserver")
+PREFIX = "/api/v1"
+DOCUMENTS = ("/openapi.json", "/openapi.yaml")
+HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "proxy-authenticate", "te", "trailer",
+                        "trailers", "transfer-encoding", "upgrade"})
+NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "x-mock-sandbox"}
+MASKED_HEADERS = frozenset({"proxy-authorization", "cookie", "set-cookie"})
+DECODERS = {"gzip": gzip.decompress, "x-gzip": gzip.decompress, "deflate": zlib.decompress, "identity": bytes,
+            "": bytes}
+RECORDED_FILE = "recorded.yaml"
+
+
+class Recorder:
+    def __init__(self, settings, spec):
+        self.settings, self.spec = settings, spec
+        self.base = httpx.URL(settings.upstream)
+        self.only, self.excluded = list(settings.only or ()), list(settings.excluded or ())
+        self.calls = [] if settings.har else None            # journal calls, for the HAR file
+        self.harvest = Harvest() if settings.fixtures_out else None
+        self.client = self.loop = None
+
+    # ------------------------------------------------------------ which requests
+    def forwards(self, method, path):
+        """Whether an API path (after any sandbox prefix) goes to the upstream: the control API and the
+        documents never do; a path is forwarded when some --only glob matches it (or there are none) and
+        no --except glob does. Globs match the path, or the operation's template."""
+        if path.startswith("/_mock") or path in DOCUMENTS:
+            return False
+        api_path = path[len(PREFIX):] if path.startswith(PREFIX + "/") else path
+        names = [path, api_path]
+        try:
+            names.append(self.spec.match(method, api_path)[0].template)
+        except ApiError:
+            pass
+
+        def hit(globs):
+            return any(fnmatch.fnmatchcase(name, glob) for glob in globs for name in names)
+        return (not self.only or hit(self.only)) and not (self.excluded and hit(self.excluded))
+
+    def wants(self, scope):
+        """Whether an ASGI request is forwarded (its reply then gets nothing of the mock's own, CORS included)."""
+        if scope["type"] != "http":
+            return False
+        try:
+            return self.forwards(scope["method"], choose(scope)[1])
+        except ApiError:
+            return False
+
+    # ------------------------------------------------------------ one exchange
+    async def forward(self, rt, scope, receive, send, path, access_log=None, sandbox=None):
+        started = time.perf_counter()
+        ident = rt.journal.reserve()
+        method = scope["method"]
+        headers = [(name.decode("latin-1").lower(), value.decode("latin-1")) for name, value in scope["headers"]]
+        body = b""
+        try:
+            body = await _read_body(receive, self.settings.max_body)
+            status, sent_headers, raw = await self._exchange(method, scope, headers, body)
+            findings = None
+        except ApiError as error:                # the mock's own reply: the upstream could not be asked
+            status, raw = error.status, error.render()
+            sent_headers = [(b"content-type", b"application/json"),
+                            (requestid.HEADER, requestid.of_scope(scope).encode())]
+            findings = [drift.finding("upstream", "request", error.message)]
+        await send({"type": "http.response.start", "status": status, "headers": sent_headers})
+        await send({"type": "http.response.body", "body": raw})
+        exchange = Exchange(method, path, scope, headers, body, status, sent_headers, raw)
+        try:
+            call = self._record(rt, ident, exchange, time.perf_counter() - started, findings)
+        except Exception:                         # the caller has its reply; a fault here must not cost more
+            log.exception("recording %s %s failed", method, path)
+            return
+        if access_log is not None:
+            access_log(method, (scope.get("raw_path") or path.encode()).decode("latin-1"), status,
+                       time.perf_counter() - started, call.operation_id, None, sandbox, None, call.request_id)
+
+    async def _exchange(self, method, scope, headers, body):
+        """Ask the upstream: (status, headers to send on, raw body), or ApiError 502/504."""
+        loop = asyncio.get_running_loop()
+        if self.client is None or self.loop is not loop:    # a client belongs to the loop it was made in
+            self.loop = loop
+            self.client = httpx.AsyncClient(timeout=self.settings.upstream_timeout, follow_redirects=False)
+            for name in list(self.client.headers):      # only what the caller sent goes upstream
+                del self.client.headers[name]
+        listed = {token.strip().lower() for name, value in headers if name == "connection" for token in value.split(",")}
+        forwarded = [(name, value) for name, value in headers if name not in NOT_FORWARDED and name not in listed]
+        request = self.client.build_request(method, self.target(scope), headers=forwarded, content=body)
+        try:
+            response = await self.client.send(request, stream=True)
+        except httpx.TimeoutException:
+            raise ApiError(504, f"the upstream did not answer within {self.settings.upstream_timeout:g} s") from None
+        except httpx.HTTPError as error:
+            raise ApiError(502, f"the upstream cannot be reached: {type(error).__name__}") from None
+        try:
+            raw = b"".join([chunk async for chunk in response.aiter_raw()])
+        except httpx.HTTPError as error:
+            raise ApiError(502, f"the upstream's reply broke off: {type(error).__name__}") from None
+        finally:
+            await response.aclose()
+        dropped = HOP_BY_HOP | {token.strip().lower() for name, value in response.headers.items()
+                                if name.lower() == "connection" for token in value.split(",")}
+        return response.status_code, [(n, v) for n, v in response.headers.raw if n.lower().decode() not in dropped], raw
+
+    def target(self, scope):
+        """The upstream URL of a request: the base URL's path, then the path and query as the caller sent them."""
+        raw = scope.get("raw_path") or scope["path"].encode()
+        if raw.startswith(b"/sandbox/"):
+            raw = b"/" + raw[len(b"/sandbox/"):].partition(b"/")[2]
+        query = scope.get("query_string") or b""
+        base = self.base.raw_path.split(b"?", 1)[0].rstrip(b"/")
+        return self.base.copy_with(raw_path=base + raw + (b"?" + query if query else b""))
+
+    def _record(self, rt, ident, exchange, elapsed, findings):
+        """Check, journal, keep for the HAR file and the fixtures; the journaled call."""
+        operation, params = exchange.operation(self.spec)
+        secret = operation is not None and "Secret" in operation.operation_id
+        request, reply = exchange.request_json(), exchange.reply_json()
+        if findings is None:
+            findings = drift.exchange(self.spec, exchange.method, exchange.api_path, exchange.query, request,
+                                      exchange.status, exchange.reply_headers(), reply)
+            if self.harvest is not None and isinstance(reply, dict):
+                self.harvest.take(operation, params, exchange.status, mask(reply, secret))
+        rt.journal.record(ident, rt.clock.now(), exchange.method, exchange.path, operation, exchange.query,
+                          exchange.journal_headers(), exchange.journal_body(request, secret), exchange.status,
+                          exchange.journal_reply(reply, secret), elapsed, None, exchange.request_id(), None,
+                          exchange.journal_reply_headers(), drift=findings)
+        call = rt.journal.entries[-1]
+        if self.calls is not None:
+            self.calls.append(call)
+        return call
+
+    # ------------------------------------------------------------ the end of a recording
+    async def close(self):
+        if self.client is not None:
+            await self.client.aclose()
+            self.client = None
+        self.write()
+
+    def write(self):
+        """The HAR file and the fixtures, each written whole to a temporary file and renamed into place; a
+        failure of one is said in one line and does not keep the other from being written."""
+        if self.settings.har:
+            try:
+                document = har.document(self.calls, str(self.base).rstrip("/"),
+                                        comment=f"recorded by mockserver record from {self.base.host}")
+                _write(Path(self.settings.har), orjson.dumps(document, option=orjson.OPT_INDENT_2))
+                _say(f"wrote {self.settings.har} ({len(self.calls)} exchanges)")
+            except OSError as error:
+                _say(f"cannot write {self.settings.har}: {error.strerror or error}")
+        if self.harvest is not None:
+            path = Path(self.settings.fixtures_out) / RECORDED_FILE
+            try:
+                _write(path, self.harvest.document(self.spec).encode())
+            except Exception as error:         # the HAR is written; say what kept the fixtures from it
+                log.exception("writing the recorded fixtures failed")
+                _say(f"cannot write {path}: {getattr(error, 'strerror', None) or error}")
+                return
+            for line in self.harvest.skipped:
+                _say(f"fixtures: left out {line}")
+            _say(f"wrote {path}")
+
+
+class Exchange:
+    """One forwarded exchange, as the journal and the checks read it."""
+
+    def __init__(self, method, path, scope, headers, body, status, reply_headers, raw):
+        self.method, self.path, self.headers, self.body = method, path, headers, body
+        self.api_path = path[len(PREFIX):] if path.startswith(PREFIX + "/") else path
+        self.query = dict(parse_qsl((scope.get("query_string") or b"").decode("latin-1"), keep_blank_values=True))
+        self.status, self.raw_headers, self.raw = status, reply_headers, raw
+
+    def operation(self, spec):
+        try:
+            return spec.match(self.method, self.api_path)
+        except ApiError:
+            return None, {}
+
+    def reply_headers(self):
+        return {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in self.raw_headers}
+
+    def request_json(self):
+        return _json(self.body)
+
+    def decoded(self):
+        """The reply body without its content encoding (None when it cannot be decoded here)."""
+        encoding = self.reply_headers().get("content-encoding", "").strip().lower()
+        try:
+            return DECODERS[encoding](self.raw)
+        except (KeyError, OSError, EOFError, zlib.error):
+            return None
+
+    def reply_json(self):
+        decoded = self.decoded()
+        return drift.NOT_JSON if decoded is None else _json(decoded)
+
+    def request_id(self):
+        sent = self.reply_headers().get("x-request-id") or dict(self.headers).get("x-request-id")
+        return requestid.request_id(sent)
+
+    def journal_headers(self):
+        out = {}
+        for name, value in self.headers:
+            if name == "authorization":
+                value = redact_authorization(value)
+            elif name in MASKED_HEADERS:
+                value = REDACTED
+            out[name] = value
+        return out
+
+    def journal_reply_headers(self):
+        return [(name.lower(), REDACTED.encode() if name.lower().decode("latin-1") in MASKED_HEADERS else value)
+                for name, value in self.raw_headers]
+
+    def journal_body(self, request, secret):
+        if request is None:
+            return None
+        if request is drift.NOT_JSON:
+            return f"<{len(self.body)} bytes that are not JSON: not kept>"
+        return mask(request, secret)
+
+    def journal_reply(self, reply, secret):
+        """The reply as journaled: its bytes (decoded), re-encoded only when a secret field had to be masked."""
+        if isinstance(reply, (dict, list)):
+            masked = mask(reply, secret)
+            if masked != reply:
+                return orjson.dumps(masked)
+        decoded = self.decoded()
+        return decoded if decoded is not None else f"<{len(self.raw)} bytes in an encoding not read here>".encode()
+
+
+def mask(value, secret=False):
+    """A body with every secret field masked: registry keys and passwords, webhook secrets, and `value` of a
+    secret (every record of a secret operation, or one marked secret / is_secret)."""
+    if isinstance(value, dict):
+        secret = secret or value.get("secret") is True or value.get("is_secret") is True
+        return {key: REDACTED if key in SECRET_FIELDS or (secret and key == "value" and item is not None)
+                else mask(item, secret) for key, item in value.items()}
+    if isinstance(value, list):
+        return [mask(item, secret) for item in value]
+    return value
+
+
+def _json(raw):
+    if not raw or not raw.strip():
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return drift.NOT_JSON
+
+
+async def _read_body(receive, limit):
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ApiError(400, "client disconnected before the body was read")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(413, f"request body is larger than {limit} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+def _write(path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_bytes(data)
+    os.replace(partial, path)
+
+
+def _say(line):
+    print(f"mockserver record: {line}", file=sys.stderr, flush=True)
