@@ -339,6 +339,7 @@ class Saver:
         failed_at, said = self.last_error or (None, None)
         return {"path": os.path.abspath(self.path), "saves": self.saves, "last_saved_at": _when(self.last_saved_at),
                 "failing": self.failures > 0, "failed_saves": self.failures,
+                "unsaved_changes": self.server.changes != self.saved_changes or self.child is not None,
                 "last_error": said, "last_error_at": _when(failed_at), "interval_seconds": self.interval}
 
 

@@ -135,7 +135,7 @@ def test_the_plugin_knows_the_tokens_by_every_name_and_lists_them_when_wrong(liv
             assert httpx.get(f"{server.url}/organization", headers=mock.headers(name)).status_code == 200
             assert httpx.post(deploy, json={}, headers=mock.headers(name)).status_code == 403
         assert mock.headers("writer") == mock.headers("write") == {"Authorization": "Token mock-write-token"}
-        assert mock.headers() == mock.headers("admin") == ADMIN
+        assert mock.headers() == mock.headers("admin") == {"Authorization": "Token mock-admin-token"}
         assert mock.tokens["deployer"] == "mock-deploy-token"
         with pytest.raises(KeyError) as wrong:
             mock.headers("deployr")

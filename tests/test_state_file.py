@@ -108,9 +108,11 @@ def test_failing_saves_are_logged_shown_retried_and_leave_no_temporary_file(tmp_
         new_project(server, "before-the-disk-filled")
         saved = wait_health(server, lambda h: h["state_file"]["saves"] >= 1)["state_file"]
         assert saved["failing"] is False and saved["last_error"] is None and health(server)["status"] == "ok"
+        assert wait_health(server, lambda h: not h["state_file"]["unsaved_changes"])["state_file"]["saves"] >= 1
         fail_writes(server, True)
         new_project(server, "while-full")
         first = wait_health(server, lambda h: h["state_file"]["failing"])["state_file"]
+        assert first["unsaved_changes"] is True
         good = path.read_bytes()                             # the last save that worked (one may end meanwhile)
         failing = wait_health(server, lambda h: h["state_file"]["failed_saves"] >= first["failed_saves"] + 2)
         assert failing["status"] == "degraded"                # and it was tried again, and again
@@ -199,8 +201,7 @@ def test_a_saving_child_exits_when_the_server_is_killed(tmp_path):
         new_project(server, "kept")
         for index in range(30):                                  # worlds enough for a save to take a while
             assert httpx.put(f"{server.url}/_mock/sandboxes/s{index}", timeout=10).status_code == 201
-        after = health(server)["state_file"]["saves"] + 2          # a save begun after the project was made
-        wait_health(server, lambda h: h["state_file"]["saves"] >= after)
+        wait_health(server, lambda h: not h["state_file"]["unsaved_changes"])    # the project is in the file
         child = catch_a_saving_child(server, path)
         saved = os.stat(path).st_ino if path.exists() else None
         server.process.send_signal(signal.SIGKILL)
