@@ -15,6 +15,10 @@
   that has waited longest without a request in progress (silent, still sending its headers, or an
   idle keep-alive); only when every connection has a request in progress is it refused, 503.
 
+Deadlines are times noted on the connection, not timers: one sweep every SWEEP seconds answers the
+connections past theirs, so a request pays for two assignments instead of two timers (a timeout fires
+at most SWEEP seconds late).
+
 Replies written here are the spec's error body with `Connection: close`. After one, the
 connection reads and discards what the client still sends for a moment (at most LINGER seconds
 and LINGER_BYTES bytes) before closing, so that the client reads the reply instead of a reset.
@@ -33,6 +37,7 @@ from .requestid import request_id
 
 LINGER = 1.0                     # seconds a refused connection still reads before it closes
 LINGER_BYTES = 1024 * 1024       # ... and bytes
+SWEEP = 0.25                     # seconds between two looks at the connections' deadlines
 FD_RESERVE = 100                 # open files kept for everything but connections (state file, webhooks, logs)
 FD_TARGET = 1024 * 1024          # the soft limit asked for when the hard one is unlimited
 
@@ -56,10 +61,12 @@ class _Answered(Exception):
 
 class GuardedProtocol(HttpToolsProtocol):
     limits = Limits()
+    sweeper = None               # the timer of the next sweep of this server's connections, while any are open
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.deadline = None     # the timer of the header or body timeout in force
+        self.deadline = None     # when the header or body timeout in force runs out (loop time)
+        self.expired = None      # ... and what is done then
         self.in_head = True      # waiting for, or reading, a request line and headers
         self.head_bytes = 0      # bytes received of them
         self.waiting_since = self.loop.time()
@@ -127,12 +134,15 @@ class GuardedProtocol(HttpToolsProtocol):
     def on_headers_complete(self):
         self._disarm()
         self.in_head = False
-        size = len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers)
-        if size > self.limits.max_header_size:
+        if self._head_size() > self.limits.max_header_size:
             self._too_large()
             raise _Answered()
         super().on_headers_complete()
         self._arm(self.limits.body_timeout, self._body_too_slow)
+
+    def _head_size(self):
+        """The request line and headers' size (pipelined requests share the bytes counted as they came)."""
+        return len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers)
 
     def on_message_complete(self):
         self._disarm()
@@ -145,13 +155,28 @@ class GuardedProtocol(HttpToolsProtocol):
 
     # ------------------------------------------------------------ timeouts and replies
     def _arm(self, seconds, callback):
-        self._disarm()
-        self.deadline = self.loop.call_later(seconds, callback)
+        self.deadline, self.expired = self.loop.time() + seconds, callback
+        if type(self).sweeper is None:
+            self._sweep_later()
 
     def _disarm(self):
-        if self.deadline is not None:
-            self.deadline.cancel()
-            self.deadline = None
+        self.deadline = None
+
+    def _sweep_later(self):
+        type(self).sweeper = self.loop.call_later(SWEEP, self._sweep)
+
+    def _sweep(self):
+        """Answer every connection of this server past its deadline; look again later while any is open."""
+        cls = type(self)
+        cls.sweeper = None
+        now = self.loop.time()
+        guarded = [c for c in self.connections if isinstance(c, cls)]
+        for connection in guarded:
+            if connection.deadline is not None and connection.deadline <= now:
+                connection.deadline = None
+                connection.expired()
+        if guarded:
+            self._sweep_later()
 
     def _head_too_slow(self):
         self.deadline = None
