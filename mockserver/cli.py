@@ -512,16 +512,15 @@ def serve(settings):
     from .app import MockServer
     from .check import problems_of
     try:
+        server = MockServer(settings)
+    except Exception as error:                 # one clear line per problem instead of a traceback
+        for line in problems_of(error):
+            print(f"mockserver: {line}", file=sys.stderr)
+        return 2
+    try:                                       # after the world: its problems are named whatever the port
         listener = listen(settings.host, settings.port)
     except OSError as error:
         print(f"mockserver: {cannot_listen(settings.host, settings.port, error)}", file=sys.stderr)
-        return 2
-    try:
-        server = MockServer(settings)
-    except Exception as error:                 # one clear line per problem instead of a traceback
-        listener.close()
-        for line in problems_of(error):
-            print(f"mockserver: {line}", file=sys.stderr)
         return 2
     import uvicorn
 
