@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from . import cors, home, jsonbody, requestid
+from . import cors, faults, home, jsonbody, requestid
 from .accesslog import access_logger
 from .auth import authenticate, authorize
 from .control import control_app
@@ -37,8 +37,8 @@ log = logging.getLogger("mockserver")
 JSON = [(b"content-type", b"application/json")]
 PREFIX = "/api/v1"
 DOCUMENTS = ("/openapi.json", "/openapi.yaml")
-OPEN_CONTROL = ("/_mock/health", "/_mock/ui")   # reachable without the control token (probes, the page itself)
-GLOBAL_CONTROL = ("/_mock/sandboxes", "/_mock/health")
+OPEN_CONTROL = ("/_mock/health", "/_mock/ui", "/_mock/schemas")   # reachable without the control token (probes, the page itself)
+GLOBAL_CONTROL = ("/_mock/sandboxes", "/_mock/health", "/_mock/schemas")
 READS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
@@ -52,7 +52,7 @@ class Exchange:
     and the dict of all of them is made only when a scenario rule needs it."""
 
     __slots__ = ("method", "path", "raw_headers", "authorization", "content_type", "operation", "query", "body",
-                 "token", "rule", "reply_headers", "call_id", "request_id", "started", "_headers")
+                 "token", "rule", "faults", "reply_headers", "call_id", "request_id", "started", "_headers")
 
     def __init__(self, rt, scope, path):
         self.started = time.perf_counter()
@@ -68,7 +68,7 @@ class Exchange:
             elif name == b"x-request-id":
                 sent_id = value.decode("latin-1")
         self.authorization, self.content_type, self._headers = authorization, content_type, None
-        self.operation = self.body = self.rule = self.token = None
+        self.operation = self.body = self.rule = self.token = self.faults = None
         self.query, self.reply_headers = {}, []
         self.call_id = rt.journal.reserve()
         self.request_id = requestid.request_id(sent_id)
@@ -238,9 +238,14 @@ class MockServer(Server):
             self._check_reply(call.operation, status, payload, call.method, call.path)
         out = [*call.reply_headers, *(JSON if payload else ()), (requestid.HEADER, call.request_id.encode()),
                *scope.get(cors.SCOPE_KEY, ())]
+        if call.rule is not None:               # the reply tells which rule shaped it
+            out.append((b"x-mock-rule", call.rule.encode()))
         try:
-            await send({"type": "http.response.start", "status": status, "headers": out})
-            await send({"type": "http.response.body", "body": payload})
+            if call.faults:                     # the reply leaves as the rule's network fault says (faults.py)
+                payload = await _deliver_faulty(receive, send, status, out, payload, call.faults)
+            else:
+                await send({"type": "http.response.start", "status": status, "headers": out})
+                await send({"type": "http.response.body", "body": payload})
         finally:                                # journaled even when the client went away meanwhile
             call.journal(rt, status, payload, out)
             self._log(scope, sandbox, status, call)
@@ -262,9 +267,11 @@ class MockServer(Server):
         values = self.validate(call, params, raw)
         effects, fired = {}, None
         if rt.scenarios.active:
-            fired = rt.scenarios.evaluate(operation, call.method, call.path, call.token, call.headers, call.body)
+            fired = rt.scenarios.evaluate(operation, call.method, call.path, call.token, call.headers, call.body,
+                                          now, lambda: rt.deployments.target(params))
         if fired is not None:
             call.rule, effects = fired.name, fired.effects
+            call.faults = faults.of(effects)
             await _apply(rt, effects, call.token, now)
         ctx = Context(rt, call.token.organization, call.token, params, values,
                       call.body if call.body is not None else {}, now, call.call_id, effects)
@@ -381,6 +388,15 @@ async def _apply(rt, effects, token, now):
     if effects.get("reply"):
         reply = effects["reply"]
         raise ApiError(reply["status"], reply["message"])
+
+
+async def _deliver_faulty(receive, send, status, headers, payload, wanted):
+    """Send a reply with a scenario's network fault; the body bytes sent (nothing without a connection)."""
+    try:
+        return await faults.deliver(receive, send, status, headers, payload, wanted)
+    except ConnectionAbortedError:
+        log.warning("scenario fault %s needs a real connection; the reply was not sent", ", ".join(wanted))
+        return b""
 
 
 async def _read_body(receive, limit):

@@ -29,22 +29,28 @@ def run_check(settings):
     from .handlers.fixtures import fresh_world
     from .scenarios import Scenarios
     from .spec import Spec
+    from .strictness import vocabulary
 
     problems = []
     spec = Spec.load()
     missing = sorted(set(spec.operations) - set(HANDLERS))
     problems += [f"document: operation {op} has no handler" for op in missing]
+    known = None
     try:
         fixtures = read_fixtures(settings.fixtures, spec)
+        known = vocabulary(fixtures)
         fresh_world(settings, Clock("manual"), fixtures)
     except (FixtureError, ApiError, OSError) as error:
         problems += problems_of(error)
-    scenarios = Scenarios(spec, settings.seed)
+    scenarios = Scenarios(spec, settings.seed, known)
     for path in settings.scenarios:
         try:
             scenarios.load_file(path)
         except (ScenarioError, OSError) as error:
             problems += problems_of(error)
+        else:
+            for warning in scenarios.warnings:
+                print(f"mockserver check: scenario: {warning}", file=sys.stderr)
     for line in problems:
         print(f"mockserver check: {line}", file=sys.stderr)
     if problems:

@@ -30,7 +30,7 @@ from .errors import ApiError
 from .export import export_fixtures
 from .journal import FILTERS, mismatches, parse_since
 from .sandboxes import DEFAULT, check_name
-from .scenarios import ScenarioError
+from .scenarios import ScenarioError, schema_document
 from .world import Snapshot, freeze
 
 DOCUMENT = Path(__file__).with_name("openapi") / "control.yaml"
@@ -275,7 +275,7 @@ async def put_scenario(request):
         raise ApiError(400, str(error)) from None
     except RecursionError:
         raise jsonbody.too_deep("body") from None
-    return reply(active.describe(name))
+    return reply({**active.describe(name), "warnings": active.warnings})
 
 
 # ------------------------------------------------------------ webhooks, tokens
@@ -432,6 +432,11 @@ async def document(request):
     return Response(state.document, media_type="application/json")
 
 
+async def scenario_schema(request):
+    """The JSON Schema of scenario files (editors: `# yaml-language-server: $schema=<this URL>`)."""
+    return Response(orjson.dumps(schema_document()), media_type="application/schema+json")
+
+
 async def api_error(request, exc):
     return Response(exc.render(), exc.status, media_type="application/json", headers=exc.headers)
 
@@ -485,6 +490,7 @@ ROUTES = [
     route("/_mock/snapshots/{name}", GET=get_snapshot, DELETE=delete_snapshot),
     route("/_mock/snapshots/{name}/restore", POST=restore_snapshot),
     route("/_mock/openapi.json", GET=document),
+    route("/_mock/schemas/scenario.json", GET=scenario_schema),
     route("/_mock/ui", GET=inspector.page),
     route("/_mock/ui/", GET=inspector.page_slash),
     route("/_mock/ui/{file}", GET=inspector.asset),

@@ -34,7 +34,7 @@ from .requestid import HEADER as REQUEST_ID, of_scope
 
 ALLOWED_HEADERS = ("authorization", "content-type", "x-mock-sandbox", "x-request-id")
 EXPOSED = (b"Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-Request-Id, Allow, "
-           b"X-Mock-Replica")
+           b"X-Mock-Replica, X-Mock-Rule")
 MAX_AGE = b"600"
 DOCUMENTS = frozenset({"/openapi.json", "/openapi.yaml"})
 SANDBOX = "/sandbox/"

@@ -81,10 +81,26 @@ class Deployments:
                           triggered_by=ctx.token.name if ctx.token else "fixtures")
         request.fail_at = _step_index(steps, effects.get("fail_at"))
         request.fail_state = effects.get("fail_state")
+        if effects.get("reads"):
+            request.by_reads = ("reads", effects["reads"])
+        elif effects.get("reads_per_step"):
+            request.by_reads = ("per_step", effects["reads_per_step"])
         request.stall_at = _step_index(steps, effects.get("stall_at"))
         if request.fail_at is None and request.fail_state:
             request.fail_at = len(steps) - 1
         return request
+
+    def target(self, params):
+        """(kind, name, id) of the service or cluster a call's path names, or None (scenarios' `match.service`)."""
+        store = self.rt.store
+        for value in params.values():
+            entry = store.services.find(value)
+            if entry is not None:
+                return entry.meta["type"], entry.data.get("name"), entry.id
+            entry = store.clusters.find(value)
+            if entry is not None:
+                return "CLUSTER", entry.data.get("name"), entry.id
+        return None
 
     def config_rev(self, entry):
         store = self.rt.store
@@ -94,6 +110,12 @@ class Deployments:
                    project.meta.get("rev", 0) if project else 0)
 
     # ------------------------------------------------------------ reading
+    def read_status(self, entry, now):
+        """A status read of a service (GET .../status): a deployment driven by reads moves on first."""
+        if self.rt.lifecycle.read(entry.id, now):
+            self.rt.pump()
+        return self.status(entry, now)
+
     def status(self, entry, now):
         request = self.rt.lifecycle.latest(entry.id)
         deployed = entry.meta.get("deployed_rev")
@@ -191,6 +213,12 @@ class Deployments:
         return {"id": env.id, "state": state, "last_deployment_date": max(dates, default=None),
                 "last_deployment_state": last.phase(now)[0] if last else None,
                 "deployment_request_id": last.id if last else None}
+
+    def read_cluster_status(self, entry, now):
+        """A status read of a cluster (GET /cluster/{id}/status): an upgrade driven by reads moves on first."""
+        if self.rt.lifecycle.read(entry.id, now):
+            self.rt.pump()
+        return self.cluster_status(entry, now)
 
     def cluster_status(self, entry, now):
         request = self.rt.lifecycle.latest(entry.id)

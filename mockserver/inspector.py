@@ -103,11 +103,12 @@ def timeline(request, now, until):
             intervals.append({"state": state, "kind": kind, "start": when(start), "end": when(end)})
 
     interval(queued, request.created_at, request.start, "queued")
-    at = request.start
     outcome = None
-    for index, (name, state, seconds, reported) in enumerate(request.steps):
+    times = request.step_times()               # on the clock, or at the status reads that moved it
+    for index, (name, state, _seconds, reported) in enumerate(request.steps):
         stalled = index == request.stall_at
-        end = math.inf if stalled else at + seconds
+        at, end = times[index]
+        end = math.inf if stalled else end
         if stop is not None and at >= stop:
             status = "CANCELED"
         elif now < at:
@@ -121,7 +122,6 @@ def timeline(request, now, until):
         interval(state, at, end, "running")
         if stalled:
             break
-        at = end
         if index == request.fail_at:
             outcome = request.fail_state or ERROR_STATES.get(state, "DEPLOYMENT_ERROR")
             break

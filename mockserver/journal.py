@@ -342,11 +342,20 @@ def mismatches(call, filters):
             failed.append(name)
         elif name == "since" and not _after(call.id, call.at, wanted):
             failed.append(name)
-        elif name == "scenario" and call.rule != wanted:
+        elif name == "scenario" and not rule_matches(call.rule, wanted):
             failed.append(name)
         elif name == "request_id" and call.request_id != wanted:
             failed.append(name)
     return failed
+
+
+def rule_matches(rule, wanted):
+    """A call's rule (`scenario/rule`) against a filter: the rule's full name, its scenario's name (all of
+    its rules), or a glob on the full name (`flaky-*`, `*/org-down`)."""
+    if rule is None:
+        return False
+    wanted = str(wanted)
+    return rule == wanted or rule.split("/", 1)[0] == wanted or fnmatch.fnmatchcase(rule, wanted)
 
 
 def _status_matches(status, wanted):

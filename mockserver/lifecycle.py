@@ -1,7 +1,9 @@
 """Deployment state progressions, as data tables evaluated against the clock.
 
 A deploy, stop, restart, delete, uninstall or cluster upgrade is a `Request` with a
-plan of steps (name, state while it runs, duration). Requests of one environment (or
+plan of steps (name, state while it runs, duration). A request a scenario drives by status
+reads (`by_reads`) ignores the durations: each read of its target's status moves it on
+(`Lifecycle.read`), and its start and end become due at the reads that reach them. Requests of one environment (or
 one cluster) run one after the other: each starts when the one before it ends. The
 state of a service at time t is computed from its latest request and t, so a read after
 the clock moved shows the right state with no background task. `pump(now)` only
@@ -73,11 +75,19 @@ class Request:
     finished: bool = False
     effects: list = field(default_factory=list)
     outcome: tuple | None = None    # phase() once the request has ended: it no longer changes (read-only)
+    # progress by status reads instead of time (a scenario's `deployment.reads` / `reads_per_step`)
+    by_reads: tuple | None = None   # ("reads", N): ends on the N-th read; ("per_step", N): N reads a step
+    reads: int = 0
+    position: int = 0               # 0 queued, k running step k (1-based), last + 1 ended
+    ended_at: float | None = None
+    marks: dict = field(default_factory=dict)   # position -> clock time of the read that reached it
 
     @property
     def end(self):
         if self.cancelled_at is not None:
             return self.cancelled_at
+        if self.by_reads is not None:
+            return math.inf if self.ended_at is None else self.ended_at
         if self.stall_at is not None:
             return math.inf
         last = len(self.steps) if self.fail_at is None else self.fail_at + 1
@@ -101,6 +111,8 @@ class Request:
         queued, done, _, _ = ACTIONS[self.action]
         if self.cancelled_at is not None and now >= self.cancelled_at:
             return "CANCELED", "CANCELED", self._details(self._completed(self.cancelled_at)), False
+        if self.by_reads is not None:
+            return self._read_phase()
         if now < self.start:
             return queued, "QUEUED", [], None
         at = self.start
@@ -117,7 +129,64 @@ class Request:
             details.append({"step_name": name, "status": "SUCCESS", "duration_sec": reported})
         return done, "SUCCESS", details, True
 
+    # ------------------------------------------------------------ progress by status reads
+    @property
+    def last_position(self):
+        """The position at which a read-driven request has ended (a stalled one never gets there)."""
+        if self.stall_at is not None:
+            return math.inf
+        return (len(self.steps) if self.fail_at is None else self.fail_at + 1) + 1
+
+    def read(self, now):
+        """One status read of a read-driven request at the head of its queue: it moves on as its pace says.
+        True when it moved (its start or end may now be due)."""
+        self.reads += 1
+        mode, count = self.by_reads
+        last = self.last_position
+        goal = last if self.stall_at is None else self.stall_at + 1     # a stall stays in its step
+        if mode == "reads":
+            wanted = goal if self.reads >= count else self.reads * goal // count
+        else:
+            wanted = min(self.reads // count, goal)
+        if wanted == self.position:
+            return False
+        for position in range(self.position + 1, wanted + 1):
+            self.marks[position] = now
+        self.position = wanted
+        if self.start == math.inf:
+            self.start = now
+        if wanted >= last:
+            self.ended_at = now
+        return True
+
+    def step_times(self):
+        """(start, end) of each step on the clock (inf: not reached yet): from the durations, or for a request
+        driven by reads, the times of the reads that reached each step."""
+        if self.by_reads is not None:
+            return [(self.marks.get(i + 1, math.inf), self.marks.get(i + 2, math.inf)) for i in range(len(self.steps))]
+        out, at = [], self.start
+        for step in self.steps:
+            out.append((at, at + step[2]))
+            at += step[2]
+        return out
+
+    def _read_phase(self):
+        queued, done, _, _ = ACTIONS[self.action]
+        if self.position == 0:
+            return queued, "QUEUED", [], None
+        details = []
+        for index, (name, state, _, reported) in enumerate(self.steps):
+            if index + 1 == self.position and self.ended_at is None:
+                return state, "ONGOING", details, None
+            if index == self.fail_at:
+                details.append({"step_name": name, "status": "ERROR", "duration_sec": reported})
+                return self.fail_state or ERROR_STATES.get(state, "DEPLOYMENT_ERROR"), "ERROR", details, False
+            details.append({"step_name": name, "status": "SUCCESS", "duration_sec": reported})
+        return done, "SUCCESS", details, True
+
     def _completed(self, now):
+        if self.by_reads is not None:
+            return max(0, min(self.position - 1, len(self.steps)))
         at, done = self.start, 0
         for _, _, seconds, _ in self.steps:
             if now < at + seconds:
@@ -165,7 +234,7 @@ class Lifecycle:
         queue = self.queues.setdefault(request.queue, [])
         previous_end = max((r.end for r in queue), default=now)
         request.ready = now + delay
-        request.start = max(request.ready, previous_end)
+        request.start = math.inf if request.by_reads else max(request.ready, previous_end)
         queue.append(request)
         history = self.by_target.setdefault(request.target, [])
         request.number = len(history) + 1
@@ -206,15 +275,37 @@ class Lifecycle:
             if not request.finished and now < request.end and target in (None, request.target):
                 request.cancelled_at = now
                 cancelled.append(request)
+        self._restack(queue, now)
+        return cancelled
+
+    def _restack(self, queue, now):
+        """Requests not started yet start when the one before them ends (a request driven by status reads
+        starts at its first read that moves it)."""
         previous_end = now
         for request in queue:
-            if request.cancelled_at is None and request.start > now:
+            if request.cancelled_at is None and request.start > now and not request.by_reads:
                 request.start = max(previous_end, request.ready)
             if request.cancelled_at is None:
                 previous_end = max(previous_end, request.end)
         for request in queue:                  # times moved: their events are due at the new times
             self._schedule(request)
-        return cancelled
+
+    def read(self, target, now):
+        """A status read of a target: its latest request, when status reads drive it and nothing is ahead of
+        it in its queue, moves on. True when it moved."""
+        request = self.latest(target)
+        if request is None or request.by_reads is None or request.finished or request.ended_at is not None \
+                or request.cancelled_at is not None:
+            return False
+        queue = self.queues.get(request.queue, [])
+        if request in queue and any(now < r.end for r in queue[:queue.index(request)]):
+            return False                       # waits behind another request of its environment or cluster
+        if not request.read(now):
+            return False
+        self._schedule(request)
+        if request.ended_at is not None:
+            self._restack(queue, now)
+        return True
 
     def forget(self, target):
         self.by_target.pop(target, None)

@@ -3,11 +3,13 @@
     PUT /_mock/sandboxes/{name}
     {"clock": "manual", "start": "2026-01-01T00:00:00Z", "seed": 7, "rate_limit": "5/10s",
      "scenarios": ["flaky-status", {name: ..., rules: [...]}], "fixtures": "/srv/other-fixtures",
-     "snapshot": "three-envs", "journal_body_limit": 1048576}
+     "snapshot": "three-envs", "journal_body_limit": 1048576,
+     "poll_progress": {"reads": 3, "services": {"kind": "APPLICATION"}, "actions": ["DEPLOY"]}}
 
 No option: a copy of the server's start world (fast). `snapshot`: a copy of that snapshot.
 `fixtures`, `seed` or `start`: a world built for them through the handlers (a few ms), since
-ids, generated values and record times depend on them. `clock`, `rate_limit`, `scenarios` and
+ids, generated values and record times depend on them. `clock`, `rate_limit`, `scenarios`, `poll_progress`
+(a scenario named poll-progress: actions that move by status reads, progress_scenario) and
 `journal_body_limit` (bytes of a body the journal keeps whole) are then applied to the copy. The
 result is frozen again as the world a reset goes back to.
 """
@@ -16,14 +18,18 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 import jsonschema
+import orjson
 
 from .clock import Clock
 from .errors import ApiError, reason
 from .fixtures import FixtureError, read_fixtures
-from .scenarios import ScenarioError
+from .scenarios import KINDS, ScenarioError
 from .settings import parse_rate
 from .world import freeze, thaw
 
+# the calls that start each action, as path globs (a cluster's upgrade is its only action)
+ACTION_PATHS = {"DEPLOY": "/*/deploy", "REDEPLOY": "/*/redeploy", "STOP": "/*/stop", "RESTART": "/*/restart",
+                "UNINSTALL": "/*/uninstall", "UPGRADE": "/cluster/*/upgrade"}
 MAX_JOURNAL_BODY = 16 * 1024 * 1024             # the largest body the mock accepts by default (--max-body)
 SCHEMA = {
     "type": "object",
@@ -37,6 +43,15 @@ SCHEMA = {
         "fixtures": {"type": "string", "minLength": 1, "maxLength": 4096},
         "snapshot": {"type": "string", "minLength": 1, "maxLength": 64},
         "journal_body_limit": {"type": "integer", "minimum": 1024, "maximum": MAX_JOURNAL_BODY},
+        "poll_progress": {"type": "object", "additionalProperties": False, "properties": {
+            "reads": {"type": "integer", "minimum": 1, "maximum": 10000},
+            "reads_per_step": {"type": "integer", "minimum": 1, "maximum": 10000},
+            "services": {"type": "object", "additionalProperties": False, "minProperties": 1,
+                         "properties": {"name": {"type": "string", "minLength": 1},
+                                        "id": {"type": "string", "minLength": 1},
+                                        "kind": {"enum": KINDS}}},
+            "actions": {"type": "array", "minItems": 1, "uniqueItems": True, "items": {"enum": list(ACTION_PATHS)}},
+            "fail_at": {"type": "string"}, "state": {"type": "string"}}},
     },
 }
 _CHECK = jsonschema.Draft7Validator(SCHEMA)
@@ -99,10 +114,31 @@ def world_for(server, options, fixtures=None):
             raise ApiError(400, f"body.rate_limit: {error}") from None
     for index, item in enumerate(options.get("scenarios", [])):
         _activate(server, rt, item, index)
+    if "poll_progress" in options:
+        try:
+            text = orjson.dumps(progress_scenario(options["poll_progress"])).decode()
+            rt.scenarios.activate(rt.scenarios.parse(text, "body.poll_progress")[1], "body.poll_progress")
+        except ScenarioError as error:
+            raise ApiError(400, str(error)) from None
     if "journal_body_limit" in options:         # a test's calls kept whole up to this size (exports need them)
         rt.journal.body_limit = options["journal_body_limit"]
     rt.source = source
     return rt, freeze(rt, server.shared), source
+
+
+def progress_scenario(option):
+    """The scenario the `poll_progress` option stands for: the actions it names (all by default) of the
+    services it selects (all by default) progress by status reads (`reads`, or `reads_per_step`: 1)."""
+    deployment = {key: option[key] for key in ("reads", "reads_per_step", "fail_at", "state") if key in option}
+    if "reads" not in deployment and "reads_per_step" not in deployment:
+        deployment["reads_per_step"] = 1
+    rules = []
+    for action in option.get("actions", list(ACTION_PATHS)):
+        match = {"method": "POST", "path": ACTION_PATHS[action]}
+        if option.get("services"):
+            match["service"] = option["services"]
+        rules.append({"name": action.lower(), "match": match, "effect": {"deployment": deployment}})
+    return {"name": "poll-progress", "description": "sandbox option poll_progress", "rules": rules}
 
 
 def _built(server, options, fixtures=None):
@@ -152,7 +188,6 @@ def _activate(server, rt, item, index):
         raw, source = server.library[item]
         rt.scenarios.activate(raw, source)
         return
-    import orjson
     try:
         rt.scenarios.load_text(orjson.dumps(item).decode(), where)
     except ScenarioError as error:

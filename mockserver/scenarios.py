@@ -17,18 +17,30 @@ is bounded (yamlbound.py): 1 MiB, 64 levels deep, and aliases adding at most 100
 """
 
 import fnmatch
+import json
 import random
+from pathlib import Path
 
 import jsonschema
 import orjson
 import yaml
 
-from . import yamlbound
+from . import strictness, yamlbound
+from .clock import iso
+from .faults import FAULTS
 from .lifecycle import ERROR_STATES, PLANS
+from .strictness import moment, service_matches
 
 STEP_NAMES = sorted({step[0] for steps in PLANS.values() for step in steps})
 STATES = sorted({step[1] for steps in PLANS.values() for step in steps})
 STEP_OR_STATE = {"type": "string", "enum": STEP_NAMES + STATES}
+KINDS = ["APPLICATION", "CONTAINER", "DATABASE", "JOB", "HELM", "TERRAFORM", "CLUSTER"]
+GLOB = {"type": "string", "minLength": 1}
+CUT = {"type": "object", "additionalProperties": False, "minProperties": 1, "maxProperties": 1, "properties": {
+    "fraction": {"type": "number", "minimum": 0, "maximum": 1, "description": "share of the body sent"},
+    "bytes": {"type": "integer", "minimum": 0, "description": "bytes of the body sent"}}}
+RESET = {**CUT, "properties": {**CUT["properties"], "after": {"enum": ["headers"],
+                                                                "description": "reset right after the headers"}}}
 FILE_SCHEMA = {
     "type": "object",
     "required": ["name", "rules"],
@@ -41,38 +53,75 @@ FILE_SCHEMA = {
             "properties": {
                 "name": {"type": "string", "minLength": 1},
                 "match": {"type": "object", "additionalProperties": False, "properties": {
-                    "operation": {"type": "string"},
+                    "operation": {"type": "string", "description": "an operationId of the API document"},
                     "method": {"type": "string", "enum": ["GET", "POST", "PUT", "DELETE", "PATCH"]},
-                    "path": {"type": "string", "pattern": "^/"},
-                    "token": {"type": "string"},
+                    "path": {"type": "string", "pattern": "^/",
+                             "description": "a path template (/application/{app_id}/status) or a glob"},
+                    "token": {"type": "string", "description": "a token of the fixtures, by name or value"},
                     "headers": {"type": "object", "additionalProperties": {"type": "string"}},
                     "body": {"type": "object"},
-                    "nth": {"type": "integer", "minimum": 1},
-                    "every": {"type": "integer", "minimum": 1},
-                    "first": {"type": "integer", "minimum": 1},
-                    "probability": {"type": "number", "minimum": 0, "maximum": 1},
+                    "nth": {"type": "integer", "minimum": 1, "description": "only the n-th matching call"},
+                    "every": {"type": "integer", "minimum": 1, "description": "every n-th matching call"},
+                    "first": {"type": "integer", "minimum": 1, "description": "the first n matching calls"},
+                    "probability": {"type": "number", "minimum": 0, "maximum": 1,
+                                    "description": "fire this often, drawn from the sandbox's seed"},
+                    "service": {"type": "object", "additionalProperties": False, "minProperties": 1,
+                                "description": "the service (or cluster) the call's path names",
+                                "properties": {"name": GLOB, "id": GLOB, "kind": {"enum": KINDS}}},
                 }},
+                "window": {"type": "object", "additionalProperties": False, "minProperties": 1,
+                           "description": "when the rule is active: from `start` (or `after` seconds past the "
+                                          "first matching call) for `seconds` of the sandbox's clock and/or "
+                                          "`calls` matching calls",
+                           "properties": {
+                               "start": {"type": ["string", "number"]},
+                               "after": {"type": "number", "minimum": 0},
+                               "seconds": {"type": "number", "exclusiveMinimum": 0},
+                               "calls": {"type": "integer", "minimum": 1}}},
                 "effect": {"type": "object", "additionalProperties": False, "minProperties": 1, "properties": {
                     "status": {"type": "integer", "minimum": 400, "maximum": 599},
                     "message": {"type": "string"},
                     "latency_ms": {"type": "number", "minimum": 0, "maximum": 600000},
-                    "drop": {"type": "boolean"},
+                    "drop": {"type": "boolean", "description": "close the connection without a reply"},
                     "deployment": {"type": "object", "additionalProperties": False, "minProperties": 1,
                                    "properties": {
                                        "fail_at": STEP_OR_STATE,
                                        "state": {"type": "string", "enum": sorted(set(ERROR_STATES.values()))},
                                        "stall": STEP_OR_STATE,
+                                       "reads": {"type": "integer", "minimum": 1, "maximum": 10000,
+                                                 "description": "the action ends on this status read"},
+                                       "reads_per_step": {"type": "integer", "minimum": 1, "maximum": 10000,
+                                                          "description": "status reads per step"},
                                        "durations": {"type": "object", "propertyNames": {"enum": STEP_NAMES},
                                                      "additionalProperties": {"type": "integer", "minimum": 0,
                                                                               "maximum": 86400}}}},
                     "exhaust_rate_limit": {"type": "boolean"},
                     "webhook_failures": {"type": "integer", "minimum": 1, "maximum": 100},
+                    "truncate": {**CUT, "description": "the headers, then part of the body, then close"},
+                    "malformed_body": {"type": ["boolean", "string"],
+                                       "description": "a body that is not JSON (true, or the text to send)"},
+                    "dribble": {"type": "object", "additionalProperties": False, "required": ["delay_ms"],
+                                "description": "the body in pieces with delays of real time between them",
+                                "properties": {"chunks": {"type": "integer", "minimum": 1, "maximum": 1000},
+                                               "chunk_bytes": {"type": "integer", "minimum": 1},
+                                               "delay_ms": {"type": "number", "minimum": 0, "maximum": 60000}}},
+                    "reset": {**RESET, "description": "the headers (and part of the body), then a TCP reset"},
                 }},
             },
         }},
     },
 }
 _CHECKER = jsonschema.Draft7Validator(FILE_SCHEMA)
+SCHEMA_FILE = Path(__file__).with_name("schemas") / "scenario.schema.json"
+
+
+def schema_document():
+    """The scenario format as a JSON Schema document for editors (served at /_mock/schemas/scenario.json and
+    shipped as schemas/scenario.schema.json; `python -m mockserver.scenarios` writes that file anew)."""
+    return {"$schema": "http://json-schema.org/draft-07/schema#", "$id": "https://mockserver.local/scenario.json",
+            "title": "Scenario file of the IDP mock server",
+            "description": "A named list of rules; the first active rule that matches a call fires (README, "
+                           "Scenarios).", **FILE_SCHEMA}
 
 
 class ScenarioError(ValueError):
@@ -94,11 +143,14 @@ class Rule:
         self.name = f"{scenario}/{raw.get('name', f'rule-{index + 1}')}"
         self.match = raw.get("match", {})
         self.effect = raw["effect"]
+        self.window = raw.get("window")
         self.count = 0
         self.fired = 0
+        self.opened = None                     # when the window opens (clock seconds), once known
+        self.window_calls = 0                  # matching calls seen inside the window
         self._random = random.Random(f"{seed}:{self.name}")
 
-    def matches(self, operation, method, path, token, headers, body):
+    def matches(self, operation, method, path, token, headers, body, now=0.0, target=None):
         m = self.match
         if "operation" in m and m["operation"] != operation.operation_id:
             return False
@@ -114,7 +166,11 @@ class Rule:
         for dotted, wanted in m.get("body", {}).items():
             if _dig(body, dotted) != wanted:
                 return False
+        if "service" in m and not service_matches(m["service"], target() if target else None):
+            return False
         self.count += 1
+        if self.window is not None and not self._in_window(now):
+            return False
         n = self.count
         if "nth" in m and n != m["nth"]:
             return False
@@ -127,9 +183,29 @@ class Rule:
         self.fired += 1
         return True
 
+    def _in_window(self, now):
+        """Whether a matching call at `now` falls in the rule's window (and counts as one of its calls)."""
+        w = self.window
+        if self.opened is None:                # from its start, or `after` seconds past the first matching call
+            self.opened = moment(w["start"]) if "start" in w else now + w.get("after", 0)
+        if now < self.opened or ("seconds" in w and now >= self.opened + w["seconds"]):
+            return False
+        if "calls" in w and self.window_calls >= w["calls"]:
+            return False
+        self.window_calls += 1
+        return True
+
+    def rewind(self, seed):
+        self.count = self.fired = self.window_calls = 0
+        self.opened = None
+        self._random = random.Random(f"{seed}:{self.name}")
+
     def effects(self):
         e = self.effect
         out = {"rule": self.name}
+        for fault in FAULTS:
+            if e.get(fault) not in (None, False):
+                out[fault] = e[fault]
         if "status" in e:
             out["reply"] = {"status": e["status"], "message": e.get("message", f"injected by scenario rule {self.name}")}
         if e.get("latency_ms"):
@@ -140,18 +216,25 @@ class Rule:
         if "deployment" in e:
             d = e["deployment"]
             out["deployment"] = {"fail_at": d.get("fail_at"), "fail_state": d.get("state"),
-                                 "stall_at": d.get("stall"), "durations": d.get("durations")}
+                                 "stall_at": d.get("stall"), "durations": d.get("durations"),
+                                 "reads": d.get("reads"), "reads_per_step": d.get("reads_per_step")}
         return out
 
     def describe(self):
-        return {"name": self.name, "match": self.match, "effect": self.effect, "matched": self.count,
-                "fired": self.fired}
+        out = {"name": self.name, "match": self.match, "effect": self.effect, "matched": self.count,
+               "fired": self.fired}
+        if self.window is not None:
+            out["window"] = {**self.window, "opened_at": iso(self.opened) if self.opened is not None else None,
+                             "calls_in_window": self.window_calls}
+        return out
 
 
 class Scenarios:
-    def __init__(self, spec, seed=1):
+    def __init__(self, spec, seed=1, known=None):
         self.spec = spec
         self.seed = seed
+        self.known = known                     # what the fixtures name (vocabulary()); None: not checked
+        self.warnings = []                     # of the document parsed last: rules that may never fire
         self.active = {}                       # name -> {"source", "description", "rules", "raw"}
 
     def parse(self, text, source):
@@ -169,11 +252,16 @@ class Scenarios:
             path = tuple(error.absolute_path)
             where = ".".join(map(str, path)) or "document"
             raise ScenarioError(source, _line_of(lines, path), f"{where}: {error.message}")
+        self.warnings = []
         for index, rule in enumerate(raw["rules"]):
-            operation = rule.get("match", {}).get("operation")
-            if operation is not None and operation not in self.spec.operations:
-                raise ScenarioError(source, _line_of(lines, ("rules", index, "match", "operation")),
-                                    f"rules.{index}.match.operation: unknown operation {operation!r}")
+            for where, problem, fatal in strictness.problems(rule, self.spec, self.known):
+                path = ("rules", index, *where)
+                located = f"rules.{index}.{'.'.join(where)}: {problem}"
+                if fatal:
+                    raise ScenarioError(source, _line_of(lines, path), located)
+                line = _line_of(lines, path)
+                self.warnings.append(f"{source}:{line}: warning: {located}" if line else
+                                     f"{source}: warning: {located}")
         return raw["name"], raw
 
     def activate(self, raw, source):
@@ -210,15 +298,15 @@ class Scenarios:
         """Forget how often rules matched (after a reset of the state)."""
         for scenario in self.active.values():
             for rule in scenario["rules"]:
-                rule.count = rule.fired = 0
-                rule._random = random.Random(f"{self.seed}:{rule.name}")
+                rule.rewind(self.seed)
 
-    def evaluate(self, operation, method, path, token, headers, body):
+    def evaluate(self, operation, method, path, token, headers, body, now=0.0, target=None):
+        """The first rule that fires for a call (`target()`: the service or cluster its path names)."""
         if not self.active:
             return None
         for scenario in self.active.values():
             for rule in scenario["rules"]:
-                if rule.matches(operation, method, path, token, headers, body):
+                if rule.matches(operation, method, path, token, headers, body, now, target):
                     return Fired(rule.name, rule.effects())
         return None
 
@@ -262,3 +350,7 @@ def _line_of(lines, path):
     while path not in lines and path:
         path = path[:-1]
     return lines.get(path)
+
+
+if __name__ == "__main__":
+    SCHEMA_FILE.write_text(json.dumps(schema_document(), indent=2) + "\n")

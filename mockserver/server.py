@@ -20,6 +20,7 @@ from .handlers.fixtures import fresh_world
 from .sandbox_options import world_for
 from .sandboxes import DEFAULT, Sandbox, Sandboxes
 from .scenarios import Scenarios
+from .strictness import vocabulary
 from .settings import Settings
 from .spec import Spec
 from .world import Shared, freeze, thaw
@@ -73,9 +74,11 @@ class Server:
     # ------------------------------------------------------------ worlds
     def build(self, settings, clock, fixtures):
         """A world made by replaying fixtures through the handlers (slow: done once, or for options)."""
-        scenarios = Scenarios(self.spec, seed=settings.seed)
+        scenarios = Scenarios(self.spec, seed=settings.seed, known=vocabulary(fixtures))
         for path in settings.scenarios:
             scenarios.load_file(path)
+            for warning in scenarios.warnings:
+                log.warning("%s", warning)
         return fresh_world(settings, clock, fixtures, scenarios, self.shared.budget)
 
     def make_sandbox(self, name, options, fixtures=None):

@@ -6,6 +6,7 @@ path's segments in a tree: literal segments first, then the parameter slot. Look
 cost depends on the path's depth, not on the number of routes.
 """
 
+import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,12 +142,27 @@ class Spec:
         """(Operation, path values) or ApiError 404 / 405 with Allow; invalid ids are a 400."""
         node, values = self._walk(path)
         if node is None or not node.methods:
-            raise ApiError(404, f"no route for {path}")
+            near = self.closest_paths(path)
+            hint = f"; did you mean {' or '.join(near)}?" if near else ""
+            raise ApiError(404, f"no route for {path}{hint}")
         operation = node.methods.get(method)
         if operation is None:
             allow = ", ".join(sorted(node.methods))
-            raise ApiError(405, f"method {method} is not allowed on {path}; allowed: {allow}", headers={"Allow": allow})
+            ids = " or ".join(f"{op.method} {op.template} ({op.operation_id})"
+                              for _, op in sorted(node.methods.items()))
+            raise ApiError(405, f"method {method} is not allowed on {path}; allowed: {allow}; did you mean {ids}?",
+                           headers={"Allow": allow})
         return operation, dict(zip(operation.params, values))
+
+    def closest_paths(self, path, limit=3):
+        """The documented path templates nearest to a path no route answers (ids compared as ids)."""
+        by_shape = self.__dict__.get("_shapes")
+        if by_shape is None:
+            by_shape = self.__dict__["_shapes"] = {}
+            for operation in self.operations.values():
+                by_shape.setdefault(_shape(operation.template), set()).add(operation.template)
+        near = difflib.get_close_matches(_shape(path), list(by_shape), n=limit, cutoff=0.6)
+        return [template for shape in near for template in sorted(by_shape[shape])][:limit]
 
     def methods(self, path):
         """The methods the document declares on a path (an empty set for an unknown path)."""
@@ -166,6 +182,11 @@ class Spec:
                 values.append(segment)
             node = nxt
         return node, values
+
+
+def _shape(path):
+    """A path with each parameter slot or id-like segment written `{}`, for comparing paths by their words."""
+    return "/".join("{}" if part.startswith("{") or UUID.match(part) else part for part in path.strip("/").split("/"))
 
 
 def check_path(values):

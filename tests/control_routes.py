@@ -37,6 +37,7 @@ CONTROL_REQUESTS = {
     ("POST", "/_mock/snapshots/fuzz-snap/restore"): None,
     ("DELETE", "/_mock/snapshots/fuzz-snap"): None,
     ("GET", "/_mock/openapi.json"): None,
+    ("GET", "/_mock/schemas/scenario.json"): None,
     ("GET", "/_mock/ui"): None,
     ("GET", "/_mock/ui/"): None,
     ("GET", "/_mock/ui/app.js"): None,

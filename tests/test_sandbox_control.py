@@ -167,7 +167,7 @@ def test_list_shows_limit_and_ttl(build):
 
 # ---------------------------------------------------------------- --control-token
 TOKEN = "control-s3cret"
-OPEN = ("/_mock/health", "/_mock/ui")                  # probes, and the inspector page (it asks for the token)
+OPEN = ("/_mock/health", "/_mock/ui", "/_mock/schemas")   # probes, the inspector page (it asks for the token), schemas
 CONTROL = {"Authorization": f"Bearer {TOKEN}"}
 
 

@@ -15,7 +15,8 @@ from conftest import ADMIN, APP, CLUSTER, CONTAINER, DEPLOY, ENV, ORG, PROJECT, 
 
 EXAMPLES = ROOT / "scenarios"
 EXAMPLE_NAMES = {"build-fails", "flaky-status", "slow-cluster-upgrade", "rate-limit-exhausted",
-                 "webhook-receiver-down", "slow-status"}
+                 "webhook-receiver-down", "slow-status", "truncated-body", "malformed-json", "slow-body",
+                 "connection-reset", "status-outage-window", "deploy-by-polls"}
 UNREACHABLE_HOOK = "http://127.0.0.1:9/hooks/deployments"
 
 

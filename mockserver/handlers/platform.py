@@ -33,7 +33,7 @@ def get_cluster(ctx):
 
 
 def cluster_status(ctx):
-    return ctx.rt.deployments.cluster_status(_cluster(ctx), ctx.now)
+    return ctx.rt.deployments.read_cluster_status(_cluster(ctx), ctx.now)
 
 
 def lock_cluster(ctx):

@@ -316,7 +316,7 @@ def _count_registry(ctx, data, step):
 
 
 def status(ctx, kind):
-    return ctx.rt.deployments.status(service(ctx, kind), ctx.now)
+    return ctx.rt.deployments.read_status(service(ctx, kind), ctx.now)
 
 
 def history(ctx, kind):

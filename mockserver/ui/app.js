@@ -502,6 +502,7 @@ function laneHtml(lane, requests, window, now) {
   const bars = [], steps = [];
   for (const request of requests) {
     for (const interval of request.intervals) {
+      if (!interval.start) continue;           // not reached yet (a deployment moved by status reads)
       const outcome = ["done", "error", "canceled"].includes(interval.kind);
       const from = ms(interval.start);
       let to = interval.end ? ms(interval.end) : (outcome ? now : window.end);
@@ -520,6 +521,7 @@ function laneHtml(lane, requests, window, now) {
       }
     }
     for (const step of request.steps) {
+      if (!step.start) continue;
       const a = ms(step.start), b = step.end ? ms(step.end) : window.end;
       if (b < window.start || a > window.end) continue;
       const left = x(a), width = Math.max(x(b) - left, 0);
