@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from . import cors, faults, requestid
+from . import cors, faults, home, jsonbody, requestid
 from .accesslog import access_logger
 from .auth import authenticate, authorize
 from .control import control_app
@@ -91,9 +91,21 @@ class Exchange:
                             for name, value in self.raw_headers])
 
     def journal(self, rt, status, payload, reply_headers=()):
-        rt.journal.record(self.call_id, rt.clock.now(), self.method, self.path, self.operation, self.query,
-                          self.journaled_headers(), self.body, status, payload, time.perf_counter() - self.started,
-                          self.rule, self.request_id, self.token and self.token.name, reply_headers)
+        """Record the call. Whatever it ended in, it is journaled: a body the journal cannot keep (which
+        would be a bug) is replaced by a note saying why, rather than losing the call."""
+        body = self.body
+        for attempt in range(2):
+            try:
+                rt.journal.record(self.call_id, rt.clock.now(), self.method, self.path, self.operation, self.query,
+                                  self.journaled_headers(), body, status, payload,
+                                  time.perf_counter() - self.started, self.rule, self.request_id,
+                                  self.token and self.token.name, reply_headers)
+                return
+            except Exception as error:
+                if attempt:
+                    raise
+                log.exception("journaling %s %s failed; the call is kept without its body", self.method, self.path)
+                body = f"(body not kept: {type(error).__name__})"
 
 
 class MockServer(Server):
@@ -141,6 +153,10 @@ class MockServer(Server):
         if path in DOCUMENTS:
             await self._document(scope, requestid.tagged(scope, cors.added(scope, send)), path)
             return
+        if path == "/":
+            prefix = f"/sandbox/{name}" if scope["path"].startswith("/sandbox/") else ""
+            await self._home(scope, requestid.tagged(scope, cors.added(scope, send)), name, prefix)
+            return
         box.inflight += 1                         # meanwhile the sandbox does not fall asleep
         try:
             if self.recorder is not None and self.recorder.forwards(scope["method"], path):
@@ -160,7 +176,10 @@ class MockServer(Server):
         else:
             box = self.sandboxes.get(name)
         scope = {**scope, "path": path, "mock.sandbox": box, "mock.runtime": box and box.rt}
-        await _in(box, self.control(scope, receive, requestid.tagged(scope, send)))
+        try:
+            await _in(box, self.control(scope, receive, requestid.tagged(scope, send)))
+        except Exception:                          # answered already (500 with the error body): only logged
+            log.exception("unhandled error in %s %s", scope["method"], path)
 
     def _check_control_token(self, scope, path):
         token = self.settings.control_token
@@ -221,13 +240,15 @@ class MockServer(Server):
                *scope.get(cors.SCOPE_KEY, ())]
         if call.rule is not None:               # the reply tells which rule shaped it
             out.append((b"x-mock-rule", call.rule.encode()))
-        if call.faults:                         # the reply leaves as the rule's network fault says (faults.py)
-            payload = await _deliver_faulty(receive, send, status, out, payload, call.faults)
-        else:
-            await send({"type": "http.response.start", "status": status, "headers": out})
-            await send({"type": "http.response.body", "body": payload})
-        call.journal(rt, status, payload, out)
-        self._log(scope, sandbox, status, call)
+        try:
+            if call.faults:                     # the reply leaves as the rule's network fault says (faults.py)
+                payload = await _deliver_faulty(receive, send, status, out, payload, call.faults)
+            else:
+                await send({"type": "http.response.start", "status": status, "headers": out})
+                await send({"type": "http.response.body", "body": payload})
+        finally:                                # journaled even when the client went away meanwhile
+            call.journal(rt, status, payload, out)
+            self._log(scope, sandbox, status, call)
 
     async def answer(self, rt, call, scope, receive):
         """Route, pump the clock, authenticate, spend the rate limit, authorize, validate, apply the scenario
@@ -310,6 +331,22 @@ class MockServer(Server):
         if self.recorder is not None:             # the HAR file and the fixtures of a recording
             await self.recorder.close()
 
+    async def _home(self, scope, send, name, prefix):
+        """`/`: links and a quick start (home.py), as HTML for a browser, else JSON."""
+        if scope["method"] not in ("GET", "HEAD"):
+            error = ApiError(405, f"method {scope['method']} is not allowed on /", headers={"Allow": "GET"})
+            await _send(send, 405, error.render(), JSON + [(b"allow", b"GET")])
+            return
+        headers = {key.decode(): value.decode("latin-1") for key, value in scope["headers"] if key in (b"host", b"accept")}
+        base = f"{scope.get('scheme', 'http')}://{headers.get('host') or 'localhost'}{prefix}"
+        tokens, org, _ = self.start_auth
+        page = home.document(base, prefix, None if name == DEFAULT else name, tokens, org,
+                             reveal=not self.settings.control_token)
+        if "text/html" in headers.get("accept", ""):
+            await _send(send, 200, home.as_html(page), [(b"content-type", b"text/html; charset=utf-8")])
+        else:
+            await _send(send, 200, home.as_json(page), JSON)
+
     async def _lifespan(self, receive, send):
         upkeep = None
         while True:
@@ -387,10 +424,7 @@ def _parse_body(raw, content_type, operation):
     media = (content_type or "").split(";", 1)[0].strip().lower()
     if media != "application/json" and not media.endswith("+json"):
         raise ApiError(415, f"request body must be application/json, not {media or 'unspecified'}")
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as error:
-        raise ApiError(400, f"body: malformed JSON: {error}", [("body", f"malformed JSON: {error}")]) from None
+    return jsonbody.loads(raw)
 
 
 def _encode(headers):

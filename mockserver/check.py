@@ -8,8 +8,8 @@ from .scenarios import ScenarioError
 
 
 def problems_of(error):
-    from .persistence import StateFileError
-    if isinstance(error, StateFileError):
+    from .persistence import StateFileError, StateFolderError
+    if isinstance(error, (StateFileError, StateFolderError)):
         return [str(error)]
     if isinstance(error, FixtureError):
         return [f"fixtures: {p}" for p in error.problems]

@@ -8,10 +8,14 @@ a problem with a fixture or a scenario: never a traceback.
 """
 
 import argparse
+import errno
 import os
 import platform
 import re
+import signal
+import socket
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -205,6 +209,8 @@ OPTIONS = (
     Option("--shutdown-timeout", ("MOCKSERVER_SHUTDOWN_TIMEOUT",), non_negative(number), 5.0, "seconds requests "
            "in progress may take to finish at shutdown before they are cancelled; the state file is saved "
            "after them either way (default 5)", "SECONDS"),
+    Option("--fresh", ("MOCKSERVER_FRESH",), flag, False, "start from the fixtures even when the state file "
+           "holds a world (the file is kept as PATH.previous; default off; the variable: 1/true/yes/on)"),
     # ---- the recording proxy (record.py) and the parity run (parity.py)
     Option("--upstream", ("MOCKSERVER_UPSTREAM",), url, None, "base URL of the real platform: API requests are "
            "forwarded there and recorded (record; serve too), or the flow runs there (parity)", "URL",
@@ -501,6 +507,8 @@ def _public(address):
 
 
 def serve(settings):
+    """Run the mock: exit 0 after a stop (Ctrl-C, SIGTERM), 1 when the last save of the state file failed,
+    2 when it cannot start (one line per problem)."""
     from .app import MockServer
     from .check import problems_of
     try:
@@ -508,6 +516,11 @@ def serve(settings):
     except Exception as error:                 # one clear line per problem instead of a traceback
         for line in problems_of(error):
             print(f"mockserver: {line}", file=sys.stderr)
+        return 2
+    try:                                       # after the world: its problems are named whatever the port
+        listener = listen(settings.host, settings.port)
+    except OSError as error:
+        print(f"mockserver: {cannot_listen(settings.host, settings.port, error)}", file=sys.stderr)
         return 2
     import uvicorn
 
@@ -519,8 +532,64 @@ def serve(settings):
                             access_log=False, lifespan="on", http=guarded_protocol(settings), ws="none",
                             loop="uvloop", timeout_graceful_shutdown=settings.shutdown_timeout,
                             server_header=not settings.upstream, date_header=not settings.upstream)
-    print(f"mockserver {settings.host}:{settings.port} clock={settings.clock} fixtures={settings.fixtures} "
-          f"scenarios={len(server.scenarios.active)} max-sandboxes={settings.max_sandboxes}"
-          + (f" upstream={_public(settings.upstream)}" if settings.upstream else ""), file=sys.stderr, flush=True)
-    uvicorn.Server(config).run()
-    return 0
+    print("\n".join(start_lines(settings, server, listener.getsockname()[1])), file=sys.stderr, flush=True)
+    for number in (signal.SIGINT, signal.SIGTERM):
+        # uvicorn stops gracefully on these, then sends the signal again to whatever handled it before:
+        # noted here, so that the exit status says how the stop went instead of a traceback or a signal
+        signal.signal(number, lambda *_: None)
+    uvicorn.Server(config).run(sockets=[listener])
+    return 1 if server.saver is not None and server.saver.final_error else 0
+
+
+def listen(host, port):
+    """A socket bound to host:port, for uvicorn to serve on: a busy port fails here, where it can be named."""
+    family, kind, protocol, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                            flags=socket.AI_PASSIVE)[0]
+    listener = socket.socket(family, kind, protocol)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(address)
+        listener.listen(2048)                # listening at once: a second mock started meanwhile is refused
+    except OSError:
+        listener.close()
+        raise
+    return listener
+
+
+def cannot_listen(host, port, error):
+    """Why the mock cannot listen on host:port, with what to do about it."""
+    where = f"{host}:{port}"
+    if error.errno == errno.EADDRINUSE:
+        return (f"port {port} is already in use on {host} (another mockserver, or another server?): stop it, "
+                f"or choose another port with --port N (MOCKSERVER_PORT=N); --port 0 picks a free one")
+    if error.errno == errno.EACCES:
+        return f"not allowed to listen on {where} (ports below 1024 need privileges): choose --port 8080 or above"
+    if error.errno == errno.EADDRNOTAVAIL:
+        return f"{host} is not an address of this machine: use --host 127.0.0.1 (or 0.0.0.0 for every address)"
+    return f"cannot listen on {where}: {error.strerror or error}"
+
+
+def start_lines(settings, server, port):
+    """What the mock says when it starts: where it listens, the world it serves, and where to look."""
+    host = settings.host
+    shown = "127.0.0.1" if host in ("0.0.0.0", "") else "[::1]" if host == "::" else (
+        f"[{host}]" if ":" in host else host)
+    base = f"http://{shown}:{port}"
+    everywhere = " (every address)" if shown != host and f"[{host}]" != shown else ""
+    lines = [f"mockserver {__version__} on {base}{everywhere}: clock {settings.clock}, "
+             f"{len(server.scenarios.active)} scenario(s), at most {settings.max_sandboxes} sandboxes"
+             + (f", forwarding to {_public(settings.upstream)}" if settings.upstream else "")]
+    loaded = server.loaded
+    if loaded["from"] == "state file":
+        saved = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(loaded["saved_at"]))
+        lines.append(f"  world        restored from the state file {loaded['state_file']} (saved {saved}: "
+                     f"{loaded['sandboxes']} sandbox(es), {loaded['snapshots']} snapshot(s)); the fixtures in "
+                     f"{loaded['fixtures']} were not replayed (--fresh starts from them)")
+    else:
+        lines.append(f"  world        the fixtures in {loaded['fixtures']}"
+                     + (f" (--fresh: the state file was kept as {loaded['set_aside']})" if loaded.get("set_aside")
+                        else "")
+                     + (f"; saved to {settings.state_file}" if settings.state_file else ""))
+    lines += [f"  start here   {base}/", f"  inspector    {base}/_mock/ui", f"  API document {base}/openapi.json",
+              f"  control API  {base}/_mock/openapi.json"]
+    return lines

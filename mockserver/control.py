@@ -17,10 +17,11 @@ import orjson
 import yaml
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.routing import Route
 
-from . import __version__, bodies, contracts, inspector, sandbox_options
+from . import __version__, bodies, contracts, inspector, jsonbody, sandbox_options
 from .auth import GRANTS, Token, mint_jwt
 from .clock import MAX_SECONDS, iso
 from .coverage import coverage
@@ -65,13 +66,17 @@ async def json_body(request, required=True):
         if required:
             raise ApiError(400, "body: a JSON request body is required")
         return {}
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError as error:
-        raise ApiError(400, f"body: malformed JSON: {error}") from None
+    body = jsonbody.loads(raw)
     if not isinstance(body, dict):
         raise ApiError(400, "body: must be a JSON object")
     return body
+
+
+async def document_text(request):
+    """A YAML or JSON document sent as the body (a scenario), as text; JSON held to the nesting bound."""
+    text = await bodies.scenario_text(request)
+    jsonbody.check_document(text)
+    return text
 
 
 def resident_bytes():
@@ -90,9 +95,16 @@ async def health(request):
     memory = {"rss_bytes": resident_bytes(), "journal_bytes": budget.total, "journal_limit": budget.limit}
     if mock.collector is not None:
         memory["gc"] = mock.collector.describe()
-    return reply({"status": "ok", "version": __version__, "clock": mock.settings.clock,
-                  "replica": mock.settings.replica_name, "sandboxes": len(mock.sandboxes),
-                  "uptime_seconds": round(time.time() - mock.started, 3), "memory": memory})
+    body = {"status": "ok", "version": __version__, "clock": mock.settings.clock,
+            "replica": mock.settings.replica_name, "sandboxes": len(mock.sandboxes),
+            "uptime_seconds": round(time.time() - mock.started, 3), "memory": memory,
+            "started_from": {**mock.loaded, "saved_at": iso(mock.loaded["saved_at"])} if "saved_at" in mock.loaded
+            else mock.loaded}
+    if mock.saver is not None:
+        body["state_file"] = mock.saver.describe()
+        if body["state_file"]["failing"]:
+            body["status"] = "degraded"              # still serving: the saves are what fails
+    return reply(body)
 
 
 async def reset(request):
@@ -256,11 +268,13 @@ async def remove_scenario(request):
 
 async def put_scenario(request):
     name, active = request.path_params["name"], world(request).scenarios
-    text = await bodies.scenario_text(request)
+    text = await document_text(request)
     try:
         active.load_text(text, f"PUT /_mock/scenarios/{name}", name=name)
     except ScenarioError as error:
         raise ApiError(400, str(error)) from None
+    except RecursionError:
+        raise jsonbody.too_deep("body") from None
     return reply({**active.describe(name), "warnings": active.warnings})
 
 
@@ -432,6 +446,16 @@ async def http_error(request, exc):
     return await api_error(request, ApiError(exc.status_code, message, headers=exc.headers))
 
 
+async def client_gone(request, exc):
+    """The client closed its connection before its body came: nobody reads this reply, but it is one."""
+    return await api_error(request, ApiError(400, "client disconnected before the body was read"))
+
+
+async def internal_error(request, exc):
+    """A bug in a control route: still the error body (the server logs the traceback)."""
+    return await api_error(request, ApiError(500, f"internal error: {type(exc).__name__}"))
+
+
 def route(path, **endpoints):
     """One route of the table: a path and its functions by method (so that a 405 lists every method)."""
     async def endpoint(request):
@@ -475,6 +499,7 @@ ROUTES = [
 
 def control_app(mock):
     """The control API of one server: the route table, the server in the app's state."""
-    app = Starlette(routes=ROUTES, exception_handlers={ApiError: api_error, HTTPException: http_error})
+    app = Starlette(routes=ROUTES, exception_handlers={ApiError: api_error, HTTPException: http_error,
+                                                       ClientDisconnect: client_gone, Exception: internal_error})
     app.state.server = mock
     return app

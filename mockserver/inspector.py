@@ -27,6 +27,7 @@ from . import bodies
 from .clock import iso
 from .errors import ApiError
 from .journal import mismatches, redact_body
+from .jsonbody import check_document, too_deep
 from .lifecycle import ACTIONS, ERROR_STATES
 from .scenarios import ScenarioError
 
@@ -244,12 +245,26 @@ async def deployments(request):
                 group["lanes"].append({"id": target, "name": item.name, "type": item.service_type or "CLUSTER"})
             following = history[index + 1].created_at if index + 1 < len(history) else None
             group["requests"].append(timeline(item, now, following))
+    latest = {}                                 # group id -> when an API call last started a request in it
     for group in groups.values():
         group["requests"].sort(key=lambda r: (r["created_at"], r["number"]))
         group["queue"] = [r["id"] for r in group["requests"] if r["in_queue"]]
+        latest[group["id"]] = _users_first(group)
     ordered = sorted(groups.values(), key=lambda g: (g["kind"] != "environment", not g["requests"],
                                                     (g["project"] or {}).get("name") or "", g["name"] or ""))
+    ordered.sort(key=lambda g: latest[g["id"]], reverse=True)      # stable: the rest keeps its order
     return reply({"clock": rt.clock.describe(), "results": ordered})
+
+
+def _users_first(group):
+    """The lanes of services the user acted on (a request an API call started, not the fixtures) first, the
+    most recent first; returns the time of the group's most recent such request ("" if none)."""
+    called = {}
+    for item in group["requests"]:
+        if item["call_id"] is not None:
+            called[item["target_id"]] = max(called.get(item["target_id"], ""), item["created_at"] or "")
+    group["lanes"].sort(key=lambda lane: called.get(lane["id"], ""), reverse=True)
+    return max(called.values(), default="")
 
 
 async def state_tree(request):
@@ -274,9 +289,12 @@ async def activate_scenario(request):
     text = await bodies.scenario_text(request)
     if not text.strip():
         raise ApiError(400, "body: a scenario document (YAML or JSON) is required")
+    check_document(text)
     try:
         name = scenarios.load_text(text, "POST /_mock/scenarios")
     except ScenarioError as error:
         location = f"line {error.line}" if error.line else "document"
         raise ApiError(400, str(error), [(location, error.problem)]) from None
+    except RecursionError:
+        raise too_deep("body") from None
     return reply(scenarios.describe(name), 201)

@@ -17,18 +17,31 @@ Saving is atomic (a temporary file in the same folder, fsync, rename, fsync of t
 The periodic save runs in a forked child that pickles the copy-on-write image of the
 process, so the event loop pauses only for the fork, whatever the size of the state.
 At shutdown the last save runs in the server process itself.
+
+Nothing is lost quietly: a state file whose folder is missing or not writable stops the start
+(`StateFolderError`); a failed save is logged with its reason and tried again at the next
+interval, and `Saver.describe()` (in /_mock/health) shows the last save and the last error; a
+failed write leaves no temporary file behind, and temporary files of a saving process that was
+killed are removed (when it is reaped, or at the next start); a saving child exits when the
+server dies (Linux: it asks the kernel for a signal then); a failed last save at shutdown is
+one line in the log and `final_error`, never a traceback.
 """
 
+import ctypes
+import glob
 import hashlib
 import hmac
+import logging
 import os
 import secrets
+import signal
 import struct
 import time
 
 from . import __version__
 from .world import dumps, loads
 
+log = logging.getLogger("mockserver")
 MAGIC = b"IDP-MOCKSERVER-STATE\n"
 VERSION = 2
 HEADER = struct.Struct(">I16s32sQ")        # format version, mockserver version, HMAC-SHA256, payload length
@@ -87,6 +100,14 @@ def _code(key, version, writer, payload):
     return hmac.new(key, MAGIC + SIGNED.pack(version, writer, len(payload)) + payload, hashlib.sha256).digest()
 
 
+class StateFolderError(Exception):
+    """The state file cannot be kept where it was asked to be kept: the mock does not start."""
+
+    def __init__(self, path, problem):
+        super().__init__(f"state file {path}: {problem}; every save would fail, so the mock does not start "
+                         f"(create the folder or make it writable, or choose another --state-file)")
+
+
 def encode(server):
     payload = dumps({"sandboxes": list(server.sandboxes), "snapshots": list(server.snapshots.values())},
                     server.shared)
@@ -119,9 +140,15 @@ def decode(data, path, shared):
         raise StateFileError(path, f"cannot be read by this version of mockserver: {error}") from None
 
 
+def temporary_path(path, pid=None):
+    """The temporary file a process writes before it renames it over the state file."""
+    folder = os.path.dirname(os.path.abspath(path))
+    return os.path.join(folder, f".{os.path.basename(path)}.{os.getpid() if pid is None else pid}.tmp")
+
+
 def write_atomically(path, data):
     folder = os.path.dirname(os.path.abspath(path))
-    temporary = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    temporary = temporary_path(path)
     with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE), "wb") as handle:
         os.fchmod(handle.fileno(), PRIVATE)      # also when an old temporary file was there
         handle.write(data)
@@ -133,6 +160,69 @@ def write_atomically(path, data):
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
+
+
+def save(path, data):
+    """write_atomically, and when it fails, no temporary file left behind (the error goes on up)."""
+    try:
+        write_atomically(path, data)
+    except BaseException:
+        _remove(temporary_path(path))
+        raise
+
+
+def _remove(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def reason(error):
+    """An error of a save in a few words: 'No space left on device', 'Permission denied: /x/.s.tmp'."""
+    if isinstance(error, OSError) and error.strerror:
+        return f"{error.strerror}: {error.filename}" if error.filename else error.strerror
+    return f"{type(error).__name__}: {error}"
+
+
+def prepare(path):
+    """Before the start: the state file's folder exists and takes a file (else StateFolderError), and
+    temporary files that saving processes of an earlier run left behind are removed."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise StateFolderError(path, "it is a folder; give the path of a file in it")
+    if not os.path.isdir(folder):
+        problem = "does not exist" if not os.path.exists(folder) else "is not a folder"
+        raise StateFolderError(path, f"its folder {folder} {problem}")
+    probe = temporary_path(path) + ".probe"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        os.unlink(probe)
+    except OSError as error:
+        raise StateFolderError(path, f"its folder {folder} is not writable ({error.strerror})") from None
+    for stale in glob.glob(glob.escape(temporary_path(path, "")[:-len(".tmp")]) + "*.tmp"):
+        pid = stale[:-len(".tmp")].rsplit(".", 1)[-1]
+        if pid.isdigit() and not _alive(int(pid)):
+            _remove(stale)
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def set_aside(path):
+    """`--fresh`: the state file is kept as PATH.previous, and the start is from the fixtures."""
+    if not os.path.exists(path):
+        return None
+    kept = f"{path}.previous"
+    os.replace(path, kept)
+    return kept
 
 
 def restore(server, path):
@@ -158,45 +248,128 @@ def restore(server, path):
 
 
 class Saver:
-    """Saves the state every `interval` seconds when something changed, and at shutdown."""
+    """Saves the state every `interval` seconds when something changed, and at shutdown. A save that
+    failed is logged and tried again at the next interval; `describe()` says how saving goes."""
 
-    def __init__(self, server, path, interval, clock=time.monotonic):
+    def __init__(self, server, path, interval, clock=time.monotonic, wall=time.time):
         self.server = server
         self.path = path
         self.interval = interval
         self.clock = clock
+        self.wall = wall
         self.saved_changes = server.changes
         self.last = clock()
-        self.child = None
+        self.child = None                    # (pid, read end of its pipe, changes it saves)
         self.saves = 0
+        self.failures = 0                    # saves failed since the last one that worked
+        self.last_saved_at = None            # wall time of the last save that worked
+        self.last_error = None               # (wall time, reason) of the last failed save
+        self.final_error = None              # the reason the save at shutdown failed
 
     def tick(self):
         """Called often by the server's background loop; cheap when there is nothing to do."""
         if self.child is not None:
-            pid, status = os.waitpid(self.child, os.WNOHANG)
+            pid, status = os.waitpid(self.child[0], os.WNOHANG)
             if pid == 0:
                 return                       # the previous save is still being written
-            self.child = None
-            if os.waitstatus_to_exitcode(status) == 0:
-                self.saves += 1
+            self._reaped(status)
         if self.server.changes == self.saved_changes or self.clock() - self.last < self.interval:
             return
         self.last = self.clock()
-        self.saved_changes = self.server.changes
-        pid = os.fork()
+        parent = os.getpid()
+        read, write = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError as error:
+            os.close(read)
+            os.close(write)
+            self._failed(f"cannot start the saving process: {reason(error)}")
+            return
         if pid == 0:                         # the child: write the image it was forked with, then leave
-            code = 0
-            try:
-                write_atomically(self.path, encode(self.server))
-            except BaseException:
-                code = 1
-            os._exit(code)
-        self.child = pid
+            os.close(read)
+            _save_in_child(self.path, self.server, write, parent)
+        os.close(write)
+        self.child = (pid, read, self.server.changes)
+
+    def _reaped(self, status):
+        pid, read, changes = self.child
+        self.child = None
+        with os.fdopen(read, "rb") as pipe:
+            said = pipe.read().decode("utf-8", "replace").strip()
+        code = os.waitstatus_to_exitcode(status)
+        if code == 0:
+            self._saved(changes)
+            return
+        _remove(temporary_path(self.path, pid))      # a child killed while writing leaves its file
+        if not said:
+            said = f"the saving process was killed by signal {-code}" if code < 0 else f"it exited with {code}"
+        self._failed(said)
+
+    def _saved(self, changes):
+        if self.failures:
+            log.warning("state file %s: saved again, after %d failed save(s)", self.path, self.failures)
+        self.saved_changes = changes
+        self.saves += 1
+        self.failures = 0
+        self.last_saved_at = self.wall()
+
+    def _failed(self, said):
+        self.failures += 1
+        self.last_error = (self.wall(), said)
+        log.error("state file %s: saving failed (%s); trying again in %g s", self.path, said, self.interval)
 
     def final(self):
-        """The last save, at shutdown, in this process (after any save still being written)."""
+        """The last save, at shutdown, in this process (after any save still being written). A failure is
+        one line in the log and `final_error`: the caller decides the exit status."""
         if self.child is not None:
-            os.waitpid(self.child, 0)
-            self.child = None
-        write_atomically(self.path, encode(self.server))
-        self.saves += 1
+            _, status = os.waitpid(self.child[0], 0)
+            self._reaped(status)
+        try:
+            save(self.path, encode(self.server))
+        except Exception as error:           # one clear line, never a traceback at the stop
+            self.final_error = reason(error)
+            log.error("state file %s: the last save failed (%s); changes since %s are lost", self.path,
+                      self.final_error, _when(self.last_saved_at) or "the start")
+            return False
+        self._saved(self.server.changes)
+        return True
+
+    def describe(self):
+        """How saving goes, for /_mock/health: `degraded` while the last save failed."""
+        failed_at, said = self.last_error or (None, None)
+        return {"path": os.path.abspath(self.path), "saves": self.saves, "last_saved_at": _when(self.last_saved_at),
+                "failing": self.failures > 0, "failed_saves": self.failures,
+                "unsaved_changes": self.server.changes != self.saved_changes or self.child is not None,
+                "last_error": said, "last_error_at": _when(failed_at), "interval_seconds": self.interval}
+
+
+def _when(at):
+    return None if at is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _save_in_child(path, server, pipe, parent):
+    """The forked saving process: it dies with the server (SIGKILL, which the kernel sends when the server
+    ends, on Linux; elsewhere it checks once that the server is still there; what it leaves is removed at
+    the next start), writes the state, says why it failed through `pipe`, and leaves without running
+    anything of the server's."""
+    code = 0
+    try:
+        for number in (signal.SIGTERM, signal.SIGINT):    # not the server's handlers: a stop ends it at once
+            signal.signal(number, signal.SIG_DFL)
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):               # not Linux: the check below is all there is
+            pass
+        if os.getppid() != parent:
+            os._exit(1)                                  # the server died before the signal was asked for
+        save(path, encode(server))
+    except BaseException as error:
+        code = 1
+        try:
+            os.write(pipe, reason(error).encode("utf-8", "replace")[:4000])
+        except OSError:
+            pass
+    os._exit(code)

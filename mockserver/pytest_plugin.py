@@ -38,6 +38,27 @@ except ImportError:                             # pragma: no cover (Windows): no
 JOURNAL_BODY_LIMIT = 1024 * 1024                # bytes of a body a test's sandbox keeps whole (pacts need them)
 TOKENS = {"admin": "mock-admin-token", "read": "mock-read-token", "write": "mock-write-token",
           "deploy": "mock-deploy-token"}
+# every name a test may know a default token by: the short key, the token's name in the fixtures
+# (fixtures/tokens.yaml) and its scope (any case)
+NAMES = {"admin": "admin", "read": "read", "reader": "read", "write": "write", "writer": "write",
+         "deploy": "deploy", "deployer": "deploy"}
+
+
+class UnknownToken(KeyError):
+    def __str__(self):
+        return (f"no token named {self.args[0]!r}: use admin, read, write or deploy (also the fixtures' token "
+                f"names admin, reader, writer, deployer, or the scopes Admin, Read, Write, Deploy)")
+
+
+class Tokens(dict):
+    """The default tokens by short key; `tokens["deployer"]` and `tokens["Deploy"]` find the same one, and
+    an unknown name is an error that lists the valid ones."""
+
+    def __missing__(self, name):
+        key = NAMES.get(str(name).lower())
+        if key is None or key not in self:
+            raise UnknownToken(name)
+        return self[key]
 
 
 class MockServerClient:
@@ -47,7 +68,7 @@ class MockServerClient:
         self.root = url.rstrip("/")
         self.sandbox = sandbox
         self.url = f"{self.root}/sandbox/{sandbox}" if sandbox else self.root
-        self.tokens = dict(TOKENS)
+        self.tokens = Tokens(TOKENS)
         self.control_token = control_token
         headers = {"Authorization": f"Bearer {control_token}"} if control_token else {}
         self.http = httpx.Client(base_url=self.url, timeout=30, headers=headers)
@@ -68,8 +89,9 @@ class MockServerClient:
         if self.sandbox:
             self.http.delete(f"{self.root}/_mock/sandboxes/{self.sandbox}")
 
-    def headers(self, scope="admin"):
-        return {"Authorization": f"Token {self.tokens[scope]}"}
+    def headers(self, token="admin"):
+        """`Authorization` for a default token: admin/read/write/deploy, reader/writer/deployer or a scope."""
+        return {"Authorization": f"Token {self.tokens[token]}"}
 
     def _control(self, method, path, **kwargs):
         response = self.http.request(method, f"/_mock{path}", **kwargs)

@@ -10,6 +10,7 @@ is app.py's business: `app.MockServer` is this server with its request path.
 
 import asyncio
 import logging
+import os
 import time
 from collections import deque
 
@@ -53,10 +54,22 @@ class Server:
         self.sandboxes.create(DEFAULT)
         self.collector = None                  # the process's collector policy (collector.py), set by `serve`
         self.saver = None
+        self.loaded = {"from": "fixtures", "fixtures": str(self.settings.fixtures)}   # what the start line says
         if self.settings.state_file:
-            from .persistence import Saver, restore
-            restore(self, self.settings.state_file)
-            self.saver = Saver(self, self.settings.state_file, self.settings.save_interval)
+            self._open_state_file(self.settings.state_file)
+
+    def _open_state_file(self, path):
+        """The state file's folder checked (a problem stops the start), then its world restored, unless
+        `fresh` asks for the fixtures' (the file is then kept aside as PATH.previous)."""
+        from .persistence import Saver, prepare, restore, set_aside
+        prepare(path)
+        if self.settings.fresh:
+            self.loaded["set_aside"] = set_aside(path)
+        elif restore(self, path):
+            self.loaded = {"from": "state file", "state_file": path, "fixtures": str(self.settings.fixtures),
+                           "saved_at": os.stat(path).st_mtime, "sandboxes": len(self.sandboxes),
+                           "snapshots": len(self.snapshots)}
+        self.saver = Saver(self, path, self.settings.save_interval)
 
     # ------------------------------------------------------------ worlds
     def build(self, settings, clock, fixtures):
@@ -179,8 +192,8 @@ class Server:
         if self.saver is not None:
             try:
                 self.saver.tick()
-            except OSError:
-                log.exception("saving the state file failed")
+            except OSError as error:            # the saver reports its own failures; this would be a bug
+                log.error("state file %s: the saver failed: %s", self.saver.path, error)
 
     async def stop(self):
         """At shutdown: webhook attempts cancelled, their clients closed, the last save."""

@@ -41,6 +41,7 @@ class Settings:
     allocator: str = "malloc"             # PYTHONMALLOC of `mockserver serve`: malloc or pymalloc
     state_file: str | None = None         # set: sandboxes and snapshots kept there across restarts
     save_interval: float = 5.0            # seconds between saves of the state file (when something changed)
+    fresh: bool = False                   # start from the fixtures even when the state file holds a world
     max_snapshots: int = 200              # snapshots that may exist at once (the built-in one not counted)
     header_timeout: float = 10.0          # seconds for a request's line and headers (then 408)
     body_timeout: float = 30.0            # seconds for a request's body after its headers (then 408)

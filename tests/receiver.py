@@ -64,3 +64,51 @@ class Receiver:
     def stop(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+class Silent:
+    """A receiver that accepts connections, reads what is sent and never answers (hangs), or, with
+    `close=True`, closes each connection as soon as the request arrived, without a reply. It counts the
+    connections it accepted and those the other side closed."""
+
+    def __init__(self, close=False):
+        import socket
+        self.close_at_once = close
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.accepted = 0
+        self.closed_by_peer = 0
+        self.lock = threading.Lock()
+        self.running = True
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while self.running:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            with self.lock:
+                self.accepted += 1
+            threading.Thread(target=self._hold, args=(connection,), daemon=True).start()
+
+    def _hold(self, connection):
+        with connection:
+            try:
+                if self.close_at_once:
+                    connection.recv(65536)
+                    return
+                while self.running and connection.recv(65536):
+                    pass                        # read and never answer, until the other side closes
+            except OSError:
+                pass
+            with self.lock:
+                self.closed_by_peer += 0 if self.close_at_once else 1
+
+    def open_connections(self):
+        with self.lock:
+            return self.accepted - self.closed_by_peer
+
+    def stop(self):
+        self.running = False
+        self.listener.close()

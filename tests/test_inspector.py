@@ -285,6 +285,29 @@ def test_scenario_pasted_as_yaml_is_activated_counted_and_deactivated(ui, mock):
     assert mock.get("/organization").status_code == 200
 
 
+LONG_RULES = ("name: long-rules\nrules:\n" + "".join(
+    f"  - name: {'a-rule-whose-name-goes-on-and-on-' * 3}{index}\n"
+    f"    match: {{operation: getOrganization, headers: {{x-long-header-name-for-matching: '{'v' * 120}'}}}}\n"
+    f"    effect: {{status: 503, message: '{'the organization backend is down for maintenance ' * 4}'}}\n"
+    for index in range(3)))
+
+
+def test_scenario_counts_stay_in_view_at_1280_px_whatever_the_rules_hold(ui, mock, page):
+    page.set_viewport_size({"width": 1280, "height": 900})
+    assert mock.post("/_mock/scenarios", content=LONG_RULES, headers={"Content-Type": "application/yaml"}
+                     ).status_code in (200, 201)
+    page = ui("scenarios")
+    card = page.locator('[data-scenario="long-rules"]')
+    expect()(card.locator("[data-testid=fired]")).to_have_count(3)
+    frame = card.locator(".table-wrap").bounding_box()
+    for cell in card.locator("[data-testid=fired], [data-testid=matched]").all():
+        box = cell.bounding_box()
+        assert box["width"] > 0 and box["x"] >= frame["x"] and box["x"] + box["width"] <= frame["x"] + frame["width"]
+        assert box["x"] + box["width"] <= 1280
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280       # nothing to scroll sideways
+    screenshot(page, "scenarios-1280")
+
+
 def fixture_services():
     """How many services the default fixtures declare, counted from the files themselves."""
     kinds = ("applications", "containers", "databases", "jobs", "helms", "terraforms")
@@ -318,7 +341,7 @@ def test_webhook_deliveries_show_attempts_next_retry_and_signature(ui, mock):
     row = page.locator("#delivery-rows tr[data-delivery]").first
     expect()(row).to_contain_text("DEPLOYMENT_STARTED")
     expect()(row).to_contain_text("RETRYING")
-    expect()(row).to_contain_text("ConnectError")
+    expect()(row).to_contain_text("ConnectionRefusedError")
     next_retry = row.locator("td").nth(7)
     expect()(next_retry).not_to_have_text("–")
     row.click()

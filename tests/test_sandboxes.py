@@ -23,7 +23,7 @@ from mockserver.app import MockServer
 from mockserver.settings import Settings
 
 from conftest import ADMIN, APP, ENV, ORG, PROJECT, ROOT, assert_error
-from receiver import DEADLINE, Receiver
+from receiver import DEADLINE, Receiver, Silent
 
 PROJECTS = f"/organization/{ORG}/project"
 WEBHOOKS = f"/organization/{ORG}/webhook"
@@ -452,28 +452,35 @@ def test_delete_one_sandbox(mock):
 
 
 @pytest.mark.parametrize("drop", ["delete", "replace", "delete all"])
-def test_a_dropped_sandbox_lets_go_of_its_webhook_client(server, receiver, drop):
-    """Deleting or replacing a sandbox closes the HTTP client its webhooks delivered with."""
-    with TestClient(server, base_url="http://mock", headers=ADMIN) as mock:
-        hook = mock.post(f"/sandbox/hooked{WEBHOOKS}", json={"target_url": f"{receiver.url}/hooked",
-                                                             "events": ["DEPLOYMENT_STARTED"], "enabled": True})
-        assert hook.status_code == 201, hook.text
-        assert mock.post(f"/sandbox/hooked/application/{APP}/deploy", json={}).status_code == 202
-        mock.post("/sandbox/hooked/_mock/clock/advance", json={"seconds": 1})
-        receiver.wait_for(1, path="/hooked")
-        webhooks = server.sandboxes.live["hooked"].rt.webhooks
-        assert webhooks._client is not None
-        if drop == "delete":
-            assert mock.delete("/_mock/sandboxes/hooked").status_code == 204
-        elif drop == "replace":
-            assert mock.put("/_mock/sandboxes/hooked").status_code == 200
-        else:
-            assert mock.delete("/_mock/sandboxes").status_code == 204
-        deadline = time.monotonic() + DEADLINE
-        while webhooks._client is not None and time.monotonic() < deadline:
-            mock.get("/_mock/health")                  # let the server's loop run the clean-up
-            time.sleep(0.02)
-        assert webhooks._client is None
+def test_a_dropped_sandbox_closes_the_connections_of_its_webhook_attempts(server, drop):
+    """Deleting or replacing a sandbox cancels its webhook attempts in flight, and each closes its connection."""
+    silent = Silent()
+    try:
+        with TestClient(server, base_url="http://mock", headers=ADMIN) as mock:
+            hook = mock.post(f"/sandbox/hooked{WEBHOOKS}", json={"target_url": f"{silent.url}/hooked",
+                                                                 "events": ["DEPLOYMENT_STARTED"], "enabled": True})
+            assert hook.status_code == 201, hook.text
+            assert mock.post(f"/sandbox/hooked/application/{APP}/deploy", json={}).status_code == 202
+            mock.post("/sandbox/hooked/_mock/clock/advance", json={"seconds": 1})
+            deadline = time.monotonic() + DEADLINE
+            while silent.open_connections() < 1 and time.monotonic() < deadline:
+                mock.get("/_mock/health")
+                time.sleep(0.02)
+            assert silent.open_connections() == 1          # the attempt waits for a reply that never comes
+            webhooks = server.sandboxes.live["hooked"].rt.webhooks
+            if drop == "delete":
+                assert mock.delete("/_mock/sandboxes/hooked").status_code == 204
+            elif drop == "replace":
+                assert mock.put("/_mock/sandboxes/hooked").status_code == 200
+            else:
+                assert mock.delete("/_mock/sandboxes").status_code == 204
+            deadline = time.monotonic() + DEADLINE
+            while (silent.open_connections() or webhooks.tasks) and time.monotonic() < deadline:
+                mock.get("/_mock/health")                  # let the server's loop run the clean-up
+                time.sleep(0.02)
+            assert silent.open_connections() == 0 and not webhooks.tasks and not webhooks.lanes
+    finally:
+        silent.stop()
 
 
 def test_deleting_default_gives_a_fresh_default_that_always_exists(mock):

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from conftest import ADMIN, APP, DATABASE, ENV, ORG, free_port
-from receiver import DEADLINE, Receiver
+from receiver import DEADLINE, Receiver, Silent
 
 WEBHOOKS = f"/organization/{ORG}/webhook"
 
@@ -276,6 +276,59 @@ def test_hanging_receiver_does_not_delay_api_replies(mock, receiver):
     assert reply.status_code == 200
     assert elapsed < 1.0                            # a blocked reply would take the receiver's 3 s
     assert deliveries(mock)[0]["status"] == "PENDING"
+
+
+def test_four_bad_receivers_slow_only_themselves_and_a_good_one_recovers_at_once(mock, receiver):
+    """A receiver that never answers, one that answers 500, one that closes the connection and a closed
+    port, each sent many attempts at once: every delivery to a healthy receiver succeeds on its first
+    attempt, within that attempt's timeout; once the bad webhooks are removed, new deliveries go at once."""
+    from mockserver.webhooks import LANE_CONNECTIONS, REPLY_TIMEOUT
+    hanging, closing, failing, good = Silent(), Silent(close=True), receiver(statuses=(500,)), receiver()
+    events = ["DEPLOYMENT_STARTED", "DEPLOYMENT_SUCCEEDED"]
+    try:
+        targets = [f"{hanging.url}/{n}" for n in range(6)] + [closing.url, failing.url,
+                                                               f"http://127.0.0.1:{free_port()}/hook"]
+        bad = [register(mock, url, events)["id"] for url in targets]
+        register(mock, f"{good.url}/good", events)
+        rounds = 30
+        for _ in range(rounds):                     # 2 events a round; retries fall due as the clock moves
+            run_deploy(mock)
+        good.wait_for(2 * rounds, timeout=15)
+        mine = [d for d in deliveries(mock) if d["target_url"].endswith("/good")]
+        assert len(mine) == 2 * rounds
+        assert all(d["status"] == "DELIVERED" and len(d["attempts"]) == 1 for d in mine), mine
+        assert max(d["attempts"][0]["duration_ms"] for d in mine) < REPLY_TIMEOUT * 1000
+        assert hanging.open_connections() <= LANE_CONNECTIONS   # one lane for the hanging target's six webhooks
+        assert failing.requests and closing.accepted    # the bad ones were tried too
+        for ident in bad:
+            assert mock.delete(f"{WEBHOOKS}/{ident}").status_code == 204
+        deploy_app(mock)
+        advance(mock, 1)
+        started = time.monotonic()
+        good.wait_for(2 * rounds + 1, timeout=2)
+        assert time.monotonic() - started < 1.0
+    finally:
+        hanging.stop()
+        closing.stop()
+
+
+def test_an_attempt_in_flight_when_a_snapshot_is_saved_is_made_again_after_a_restore(mock, receiver):
+    """A snapshot holds the delivery an attempt was in flight for: the restored world attempts it anew."""
+    target = receiver(delay=0.5)
+    register(mock, target.url, ["DEPLOYMENT_STARTED"])
+    deploy_app(mock)
+    advance(mock, 1)
+    target.wait_for(1)                              # answered only after 0.5 s: still in flight
+    assert mock.post("/_mock/snapshots", json={"name": "in-flight", "replace": True}).status_code == 201
+    wait_for_delivery(mock, lambda d: d["status"] == "DELIVERED")
+    assert mock.post("/_mock/snapshots/in-flight/restore").status_code == 200
+    assert deliveries(mock)[0]["status"] == "PENDING"
+    advance(mock, 0)                                # a request pumps what is due: the attempt made again
+    requests = target.wait_for(2)
+    assert requests[0]["headers"]["X-Mock-Delivery"] == requests[1]["headers"]["X-Mock-Delivery"]
+    done = wait_for_delivery(mock, lambda d: d["status"] == "DELIVERED")
+    assert [a["status_code"] for a in done["attempts"]] == [200]
+    assert mock.delete("/_mock/snapshots/in-flight").status_code == 204
 
 
 def test_deliveries_name_the_deploy_call_even_when_another_call_ends_first(mock, receiver):

@@ -671,11 +671,12 @@ async function loadScenarios() {
         <button type="button" class="danger" data-deactivate="${esc(s.name)}" aria-label="Deactivate scenario ${esc(s.name)}">Deactivate</button></div>
       <p>${esc(s.description || "")} <span class="mono">${esc(s.source)}</span></p>
       <div class="table-wrap"><table class="grid">
-        <thead><tr><th scope="col">Rule</th><th scope="col">Match</th><th scope="col">Effect</th>
-          <th scope="col" class="num">Matched</th><th scope="col" class="num">Fired</th></tr></thead>
-        <tbody>${s.rules.map((rule) => `<tr data-rule="${esc(rule.name)}"><td class="nowrap">${esc(rule.name)}</td>
-          <td class="mono">${esc(compact(rule.match) || "every call")}</td><td class="mono">${esc(compact(rule.effect))}</td>
-          <td class="num">${rule.matched}</td><td class="num" data-testid="fired">${rule.fired}</td></tr>`).join("")}</tbody>
+        <colgroup><col class="rule-name"><col class="count"><col class="count"><col><col></colgroup>
+        <thead><tr><th scope="col">Rule</th><th scope="col" class="num">Matched</th><th scope="col" class="num">Fired</th>
+          <th scope="col">Match</th><th scope="col">Effect</th></tr></thead>
+        <tbody>${s.rules.map((rule) => `<tr data-rule="${esc(rule.name)}"><td class="wrap">${esc(rule.name)}</td>
+          <td class="num" data-testid="matched">${rule.matched}</td><td class="num" data-testid="fired">${rule.fired}</td>
+          <td class="mono wrap">${esc(compact(rule.match) || "every call")}</td><td class="mono wrap">${esc(compact(rule.effect))}</td></tr>`).join("")}</tbody>
       </table></div>
     </article>`).join("") : '<p class="empty">No scenario is active. Paste one on the right to activate it.</p>';
 }
