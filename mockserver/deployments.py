@@ -39,6 +39,14 @@ def cluster_lock(entry, now):
     return lock["public"] if lock else None
 
 
+def optional(data, name, value):
+    """Set a field the platform leaves out rather than send as null (as handlers.common.optional)."""
+    if value is None:
+        data.pop(name, None)
+    else:
+        data[name] = value
+
+
 def _duration(seconds):
     return f"PT{int(seconds)}S"
 
@@ -123,14 +131,13 @@ class Deployments:
             deployment_status = "NEVER_DEPLOYED"
         else:
             deployment_status = "UP_TO_DATE" if deployed >= self.config_rev(entry) else "OUT_OF_DATE"
-        out = {"id": entry.id, "service_deployment_status": deployment_status,
-               "last_deployment_date": entry.meta.get("last_deployment_date")}
-        if request is None:
+        out = {"id": entry.id, "service_deployment_status": deployment_status}
+        optional(out, "last_deployment_date", entry.meta.get("last_deployment_date"))
+        if request is None:             # never deployed: no request, execution or date to show
             out.update(state="READY", is_part_last_deployment=False,
                        status_details={"action": "DEPLOY", "status": "NEVER", "sub_action": "NONE"},
-                       deployment_request_id=None, deployment_requests_count=0,
-                       steps={"total_duration_sec": 0, "total_computing_duration_sec": 0, "details": []},
-                       execution_id=None)
+                       deployment_requests_count=0,
+                       steps={"total_duration_sec": 0, "total_computing_duration_sec": 0, "details": []})
             return out
         state, status, details, _ = request.phase(now)
         total = sum(step["duration_sec"] for step in details)
@@ -156,17 +163,19 @@ class Deployments:
     def history_item(self, request, now):
         state, status, details, _ = request.phase(now)
         end = min(request.end, now) if request.start <= now else request.created_at
-        return {
+        out = {
             "identifier": {"name": request.name, "service_id": request.target, "service_type": request.service_type,
                            "execution_id": request.execution_id, "deployment_request_id": request.id},
             "status": state, "trigger_action": ACTIONS[request.action][3],
             "auditing_data": {"created_at": iso(request.created_at), "updated_at": iso(max(request.created_at, end)),
                               "triggered_by": request.triggered_by, "origin": request.origin},
-            "details": {"commit": request.commit},
             "status_details": {"action": ACTIONS[request.action][2], "status": status, "sub_action": "NONE"},
             "icon_uri": f"app://platform-console/{ICONS.get(request.service_type, 'service')}",
             "total_duration": _duration(sum(step["duration_sec"] for step in details)),
         }
+        if request.commit:              # a chart from a Helm repository, a container, a database: no commit
+            out["details"] = {"commit": request.commit}
+        return out
 
     def history(self, entry, now):
         return [self.history_item(r, now) for r in reversed(self.rt.lifecycle.history(entry.id))]
@@ -178,18 +187,17 @@ class Deployments:
                 continue
             state, status, _, _ = request.phase(now)
             stage_status = "QUEUED" if status == "QUEUED" else "ONGOING"
-            job = self.rt.store.services.find(request.target)
+            service = {"identifier": {"service_id": request.target, "service_type": request.service_type,
+                                      "name": request.name},
+                       "status": state, "icon_uri": f"app://platform-console/{ICONS.get(request.service_type)}"}
+            job = self.rt.store.services.find(request.target) if request.service_type == "JOB" else None
+            if job is not None:         # only a job has a job_type to show
+                service["details"] = {"job_type": job.data["job_type"]}
             items.append({
                 "identifier": {"deployment_request_id": request.id, "environment_id": env_id},
                 "auditing_data": {"triggered_by": request.triggered_by, "origin": request.origin},
                 "trigger_action": ACTIONS[request.action][3],
-                "stages": [{"name": ACTIONS[request.action][3], "status": stage_status, "services": [{
-                    "identifier": {"service_id": request.target, "service_type": request.service_type,
-                                   "name": request.name},
-                    "status": state, "icon_uri": f"app://platform-console/{ICONS.get(request.service_type)}",
-                    "details": {"job_type": job.data.get("job_type") if job and request.service_type == "JOB"
-                                else None},
-                }]}],
+                "stages": [{"name": ACTIONS[request.action][3], "status": stage_status, "services": [service]}],
             })
         return items
 
@@ -207,12 +215,14 @@ class Deployments:
             state = states[0]["state"]
         else:
             state = "DEPLOYED" if any(s["state"] in RUNNING for s in states) else "READY"
-        dates = [s["last_deployment_date"] for s in states if s["last_deployment_date"]]
+        dates = [s["last_deployment_date"] for s in states if s.get("last_deployment_date")]
         requests = [r for s in services for r in self.rt.lifecycle.history(s.id)]
         last = max(requests, key=lambda r: r.created_at, default=None)
-        return {"id": env.id, "state": state, "last_deployment_date": max(dates, default=None),
-                "last_deployment_state": last.phase(now)[0] if last else None,
-                "deployment_request_id": last.id if last else None}
+        out = {"id": env.id, "state": state}
+        optional(out, "last_deployment_date", max(dates, default=None))
+        if last is not None:
+            out.update(last_deployment_state=last.phase(now)[0], deployment_request_id=last.id)
+        return out
 
     def read_cluster_status(self, entry, now):
         """A status read of a cluster (GET /cluster/{id}/status): an upgrade driven by reads moves on first."""
@@ -224,12 +234,14 @@ class Deployments:
         request = self.rt.lifecycle.latest(entry.id)
         status = request.phase(now)[0] if request is not None else entry.data["status"]
         lock = cluster_lock(entry, now)
-        return {"cluster_id": entry.id, "status": status, "reason": _cluster_reason(entry, request, status, lock),
-                "is_deployed": status in ("DEPLOYED", "DEPLOYING", "DEPLOYMENT_QUEUED"),
-                "next_k8s_available_version": next_version(entry.data["version"]),
-                "last_execution_id": request.execution_id if request else None,
-                "cluster_lock": lock,
-                "last_deployment_date": entry.meta.get("last_deployment_date")}
+        out = {"cluster_id": entry.id, "status": status, "reason": _cluster_reason(entry, request, status, lock),
+               "is_deployed": status in ("DEPLOYED", "DEPLOYING", "DEPLOYMENT_QUEUED")}
+        # what there is none of is left out: the newest version has no next one, an unlocked cluster no lock
+        optional(out, "next_k8s_available_version", next_version(entry.data["version"]))
+        optional(out, "last_execution_id", request.execution_id if request else None)
+        optional(out, "cluster_lock", lock)
+        optional(out, "last_deployment_date", entry.meta.get("last_deployment_date"))
+        return out
 
     # ------------------------------------------------------------ ends and events
     def apply_end(self, request, success):
@@ -259,8 +271,10 @@ class Deployments:
     def event_payload(self, event, request, at):
         env = self.rt.store.environments.find(request.queue)
         state = request.phase(at)[0] if math.isfinite(at) else None
+        # `application_id` names an application only (the spec's payload); every kind names its service
+        application = {"application_id": request.target} if request.service_type == "APPLICATION" else {}
         return {
-            "application_id": request.target, "service_id": request.target, "service_type": request.service_type,
+            **application, "service_id": request.target, "service_type": request.service_type,
             "service_name": request.name, "environment_id": request.queue,
             "project_id": env.parent if env else None, "organization_id": request.org,
             "deployment_request_id": request.id, "execution_id": request.execution_id,

@@ -184,9 +184,11 @@ def _check_org(org, spec):
         return ["must be a mapping"]
     out = [] if isinstance(org.get("id"), str) and isinstance(org.get("name"), str) else ["needs id and name"]
     for cluster in org.get("clusters", []):
-        unknown = set(cluster) - CLUSTER_FIELDS
+        unknown = set(cluster) - CLUSTER_FIELDS - {"lock"}      # a lock is state, not a field export keeps
         if unknown or "name" not in cluster:
             out.append(f"cluster {cluster.get('name', '?')}: needs a name; unknown fields {sorted(unknown)}")
+        if "lock" in cluster:
+            out += _check(spec, "ClusterLockRequest", cluster["lock"], f"cluster {cluster.get('name')}.lock")
     for key, (schema, _) in ORG_KEYS.items():
         out += [p for item in org.get(key, []) for p in _check(spec, schema, item, key)]
     for project in org.get("projects", []):

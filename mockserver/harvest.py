@@ -35,7 +35,6 @@ OWNER_PARAMS = {"projectId": "project", "environmentId": "environment", "app_id"
 ORG_PARAMS = ("organizationId", "org_id")
 TOKENS = (("admin", "mock-admin-token", "Admin"), ("reader", "mock-read-token", "Read"),
           ("writer", "mock-write-token", "Write"), ("deployer", "mock-deploy-token", "Deploy"))
-PLANS = ("FREE", "TEAM", "ENTERPRISE")
 CLOUD_PROVIDERS = ("CLOUDA", "CLOUDB", "CLOUDC", "ON_PREMISE")
 CLUSTER_FIELDS = ("name", "description", "region", "version", "is_default", "production")
 SECRET_CONFIG = {"CLOUDA_CR": ("secret_access_key",), "CLOUDB_CR": ("cloudb_secret_key",),
@@ -156,12 +155,13 @@ class Builder:
                                    "name": env.get("cluster_name") or provider.get("cluster") or f"cluster {ident[:8]}"}
                 self.org_of[ident] = self.org_of.get(env["id"])
         states = self.spec.components["Cluster"]["properties"]["status"]["enum"]
+        plans = self.spec.components["Organization"]["properties"]["plan"]["enum"]      # the document's plans
         out = []
         for org in orgs.values():
             doc = {"id": org["id"], "name": org.get("name") or f"organization {org['id'][:8]}"}
             if org.get("description"):
                 doc["description"] = org["description"]
-            if org.get("plan") in PLANS:
+            if org.get("plan") in plans:
                 doc["plan"] = org["plan"]
             doc["clusters"] = [self.cluster(record, states) for ident, record in clusters.items()
                                if self.org_of.get(ident) == org["id"]]

@@ -37,7 +37,8 @@ class Operation:
         """Parsed, typed query values of declared parameters, and violations."""
         values, errors = {}, []
         for name, (schema, validator) in self.query.items():
-            if name not in raw:
+            # an empty value of a parameter that may be null (`pageSize=`) means no value: the default applies
+            if name not in raw or (raw[name] == "" and _nullable(schema)):
                 if "default" in schema:
                     values[name] = schema["default"]
                 continue
@@ -45,6 +46,11 @@ class Operation:
             errors += validator.errors(value, f"query.{name}")
             values[name] = value
         return values, errors
+
+
+def _nullable(schema):
+    kind = schema.get("type")
+    return isinstance(kind, list) and "null" in kind
 
 
 class _Node:

@@ -132,6 +132,8 @@ def _explain(error, where, hidden):
         return [(f"{location}.{missing}" if missing else location, error.message)]
     if error.validator in ("oneOf", "anyOf") and error.context:
         return _explain_branches(error, where, location, hidden)
+    if error.validator == "multipleOf" and error.validator_value == 1:     # a count the spec calls a number
+        return [(location, f"{error.instance!r} is not a whole number")]
     if error.validator == "oneOf":                 # no branch failed: more than one matched
         shapes = " | ".join("/".join(_fields(branch)) or "other" for branch in error.validator_value)
         return [(location, f"matches more than one accepted shape; send exactly one of: {shapes}")]

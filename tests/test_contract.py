@@ -15,10 +15,6 @@ CONFIG = schemathesis.Config.from_str('''
 [auth.openapi.Bearer]
 bearer = "mock-admin-token"
 
-[[operations]]
-include-path-regex = "/(override|alias)$"
-checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429"]
-
 # A body past --max-body is refused with 413 before it is read further, as every operation with a body
 # documents. Hypothesis's longest invalid strings of astral characters are sent escaped (12 bytes a
 # character); should they ever pass the limit (16 MiB), 413 is the right refusal.

@@ -58,11 +58,12 @@ def assert_bad_request(reply, *names):
 
 
 # ================================================================ clusters
-def test_list_clusters_shows_both_acme_clusters_and_no_globex_cluster(client):
+def test_list_clusters_shows_the_acme_clusters_and_no_globex_cluster(client):
     reply = client.get(f"/organization/{ORG}/cluster")
     assert reply.status_code == 200
     clusters = {c["id"]: c for c in reply.json()["results"]}
-    assert set(clusters) == {CLUSTER, DEV_CLUSTER, IDS["cluster_upgrade"]}   # the last: fixtures/targets.yaml
+    # the last two: fixtures/targets.yaml (what the upgrade and unlock examples act on)
+    assert set(clusters) == {CLUSTER, DEV_CLUSTER, IDS["cluster_upgrade"], IDS["cluster_locked"]}
     assert GLOBEX_CLUSTER not in clusters
     assert (clusters[CLUSTER]["name"], clusters[CLUSTER]["version"]) == ("acme-prod-eu", "1.31")
     assert (clusters[DEV_CLUSTER]["name"], clusters[DEV_CLUSTER]["version"]) == ("acme-dev-us", "1.30")
@@ -83,14 +84,14 @@ def test_cluster_status_is_deployed_and_offers_the_next_kubernetes_version(clien
     assert status["status"] == "DEPLOYED"
     assert status["is_deployed"] is True
     assert status["next_k8s_available_version"] == "1.32"
-    assert status["cluster_lock"] is None
+    assert "cluster_lock" not in status                 # no lock: left out, never null
     assert cluster_status(client, DEV_CLUSTER)["next_k8s_available_version"] == "1.31"
 
 
 def test_cluster_status_without_a_lock_matches_the_document(make_server):
     server = make_server()
     with TestClient(server, base_url="http://mock", headers=ADMIN) as client:
-        assert cluster_status(client)["cluster_lock"] is None
+        assert "cluster_lock" not in cluster_status(client)
     found = list(server.violations)
     server.violations.clear()
     assert found == []
@@ -113,14 +114,31 @@ def test_status_shows_the_cluster_lock(client):
 
 def test_lock_without_reason_is_400(client):
     assert_bad_request(client.post(f"/cluster/{CLUSTER}/lock", json={"ttl_in_days": 2}), "body.reason")
-    assert cluster_status(client)["cluster_lock"] is None
+    assert "cluster_lock" not in cluster_status(client)
 
 
 @pytest.mark.parametrize("ttl", [0, -1, 1.5])
 def test_lock_ttl_must_be_a_positive_whole_number_of_days(client, ttl):
     reply = client.post(f"/cluster/{CLUSTER}/lock", json={"reason": "freeze", "ttl_in_days": ttl})
     assert_bad_request(reply, "body.ttl_in_days")
-    assert cluster_status(client)["cluster_lock"] is None
+    assert "cluster_lock" not in cluster_status(client)
+
+
+def test_lock_ttl_in_days_is_a_number_so_a_whole_one_written_5_0_is_accepted(client):
+    reply = client.post(f"/cluster/{CLUSTER}/lock", json={"reason": "freeze", "ttl_in_days": 5.0})
+    assert reply.status_code == 200, reply.text
+    assert '"ttl_in_days":5,' in reply.text                   # returned as the whole number it is
+    assert cluster_status(client)["cluster_lock"]["ttl_in_days"] == 5
+
+
+def test_fractional_ttl_in_days_is_400_saying_it_is_not_a_whole_number(client):
+    reply = client.post(f"/cluster/{CLUSTER}/lock", json={"reason": "freeze", "ttl_in_days": 2.5})
+    assert reply.status_code == 400
+    assert reply.json()["message"] == "body.ttl_in_days: 2.5 is not a whole number"
+
+
+def test_lock_without_ttl_leaves_ttl_in_days_out(client):
+    assert "ttl_in_days" not in lock(client)
 
 
 def test_upgrade_of_a_locked_cluster_is_409(client):
@@ -136,7 +154,7 @@ def test_unlock_removes_the_lock_and_a_second_unlock_is_404(client):
     reply = client.delete(f"/cluster/{CLUSTER}/lock")
     assert reply.status_code == 204
     assert reply.content == b""
-    assert cluster_status(client)["cluster_lock"] is None
+    assert "cluster_lock" not in cluster_status(client)
     assert client.delete(f"/cluster/{CLUSTER}/lock").status_code == 404
 
 
@@ -149,10 +167,10 @@ def test_unlocked_cluster_can_be_upgraded(client):
 def test_lock_holds_until_its_ttl_and_then_expires_by_itself(client):
     lock(client, ttl_in_days=2)
     advance(client, 2 * DAY - 1)
-    assert cluster_status(client)["cluster_lock"] is not None
+    assert "cluster_lock" in cluster_status(client)
     assert client.post(f"/cluster/{CLUSTER}/upgrade").status_code == 409
     advance(client, 2)
-    assert cluster_status(client)["cluster_lock"] is None
+    assert "cluster_lock" not in cluster_status(client)
     assert client.delete(f"/cluster/{CLUSTER}/lock").status_code == 404
     assert client.post(f"/cluster/{CLUSTER}/upgrade").status_code == 202
 
@@ -160,7 +178,7 @@ def test_lock_holds_until_its_ttl_and_then_expires_by_itself(client):
 def test_expired_lock_is_gone_after_ttl_days_plus_one_second(client):
     lock(client, ttl_in_days=3)
     advance(client, 3 * DAY + 1)
-    assert cluster_status(client)["cluster_lock"] is None
+    assert "cluster_lock" not in cluster_status(client)
 
 
 def test_lock_without_ttl_does_not_expire(client):
@@ -381,8 +399,8 @@ def test_fixture_registry_is_used_by_the_worker_container_and_the_migrate_job(cl
     registry = client.get(f"{REGISTRIES}/{REGISTRY}").json()
     assert (registry["name"], registry["kind"]) == ("acme-hub", "PUBLICHUB_CR")
     assert registry["url"] == FIXED_ADDRESSES["PUBLICHUB_CR"]
-    # the worker container, the migrate job, and the seven containers of fixtures/targets.yaml
-    assert registry["associated_services_count"] == 9
+    # the worker container, the migrate job, and the nine containers of fixtures/targets.yaml
+    assert registry["associated_services_count"] == 11
 
 
 def test_edit_registry_changes_it(client):
@@ -542,6 +560,25 @@ def test_edit_aws_credentials_renames_them(client):
     assert (edited["id"], edited["name"], edited["role_arn"]) == (CREDENTIALS, "release-deployer", role)
     assert edited["access_key_id"] == "AKIAMOCKEXAMPLE00001"
     assert client.get(f"{AWS}/{CREDENTIALS}").json()["name"] == "release-deployer"
+
+
+def test_aws_credentials_edit_changes_only_the_editable_name_and_role_arn(client):
+    role = "arn:clouda:iam::123456789012:role/release"
+    reply = client.put(f"{AWS}/{CREDENTIALS}", json={"name": "release-deployer", "role_arn": role,
+                                                     "access_key_id": "AKIAOTHERKEY0000009",
+                                                     "secret_access_key": "replacement-secret"})
+    assert reply.status_code == 200, reply.text
+    for record in (reply.json(), client.get(f"{AWS}/{CREDENTIALS}").json()):
+        assert (record["name"], record["role_arn"]) == ("release-deployer", role)
+        assert record["access_key_id"] == "AKIAMOCKEXAMPLE00001"
+    export = client.get("/_mock/state/export", params={"secrets": "include"}).text
+    assert "example-secret-not-returned" in export and "replacement-secret" not in export
+
+
+def test_aws_credentials_without_a_key_or_role_leave_them_out(client):
+    created = create(client, AWS, {"name": "keyless"})
+    assert not {"access_key_id", "role_arn"} & set(created)
+    assert not {"access_key_id", "role_arn"} & set(client.get(f"{AWS}/{created['id']}").json())
 
 
 def test_edit_aws_credentials_without_role_arn_is_400(client):

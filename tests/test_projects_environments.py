@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import APP, CLUSTER, DATABASE, ENV, ORG, PROJECT
+from conftest import APP, CLUSTER, DATABASE, ENV, ORG, OTHER_ORG, PROJECT
 
 PROJECTS = f"/organization/{ORG}/project"
 ENVIRONMENTS = f"/project/{PROJECT}/environment"
@@ -33,8 +33,18 @@ def test_organization_is_the_callers_with_its_plan(client):
     organization = reply.json()
     assert organization["id"] == ORG
     assert organization["name"] == "Acme"
-    assert organization["plan"] == "TEAM"
+    assert organization["plan"] == "BUSINESS"      # a plan every published client accepts
     assert {"created_at", "updated_at"} <= set(organization)
+
+
+def test_default_organization_plans_are_ones_every_published_client_accepts(client):
+    """The platform's older published client reads `plan` as FREE, PROFESSIONAL or BUSINESS only."""
+    minted = client.post("/_mock/tokens", json={"organization": OTHER_ORG, "scopes": ["Read"]})
+    assert minted.status_code == 201, minted.text
+    globex = client.get("/organization", headers={"Authorization": f"Token {minted.json()['token']}"}).json()
+    for organization in (client.get("/organization").json(), globex):
+        assert organization["plan"] in {"FREE", "PROFESSIONAL", "BUSINESS"}, organization
+        assert all(item["plan"] in {"FREE", "PROFESSIONAL", "BUSINESS"} for item in organization["results"])
 
 
 # ---------------------------------------------------------------- projects

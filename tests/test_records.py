@@ -40,7 +40,7 @@ def test_organization_carries_results_with_the_organizations_the_token_sees(clie
 def test_one_organization_by_id(client):
     reply = client.get(f"/organization/{ORG}")
     assert reply.status_code == 200
-    assert (reply.json()["id"], reply.json()["plan"]) == (ORG, "TEAM")
+    assert (reply.json()["id"], reply.json()["plan"]) == (ORG, "BUSINESS")
     assert client.get(f"/organization/{OTHER_ORG}").status_code == 404
 
 

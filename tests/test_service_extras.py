@@ -407,7 +407,7 @@ def test_a_client_builds_a_whole_stack_on_a_live_server(live_server):
                                     {"name": "flow-db", "type": "POSTGRESQL", "version": "17", "mode": "MANAGED"},
                                     "/database/{id}")
     env_secrets = api.call("GET", f"/environment/{env['id']}/secret", 200)["results"]
-    assert any(item["service_id"] == database["id"] for item in env_secrets)
+    assert any(item.get("service_id") == database["id"] for item in env_secrets)
 
     registry = api.created_and_read(f"/organization/{ORG}/containerRegistry",
                                     {"name": "flow-registry", "kind": "GENERIC_CR",

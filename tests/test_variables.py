@@ -103,8 +103,10 @@ def test_created_variable_is_a_value_with_the_scope_of_its_owner(client, level):
     assert variable["scope"] == scope
     assert variable["variable_type"] == "VALUE"
     assert variable["is_secret"] is False
-    assert variable["mount_path"] is None
+    assert "mount_path" not in variable                 # not a FILE variable: left out, never null
     assert variable["description"] == "where to call"
+    if level in ("project", "environment"):             # no service to name: left out, never null
+        assert not {"service_id", "service_name", "service_type"} & set(variable)
 
 
 @pytest.mark.parametrize("level", SERVICES)
@@ -428,20 +430,23 @@ def test_override_of_a_service_variable_at_its_environment_is_400(client):
     assert "lower scope" in reply.json()["message"]
 
 
-def test_override_in_an_environment_of_another_project_is_400(client):
+def test_override_in_an_environment_of_another_project_is_404_the_place_does_not_see_it(client):
     projects = client.get(f"/organization/{ORG}/project").json()["results"]
     tools = next(project["id"] for project in projects if project["name"] == "internal-tools")
     environment = new_environment(client, tools)
     reply = override(client, LOG_LEVEL, "ENVIRONMENT", environment)
-    assert reply.status_code == 400
+    assert reply.status_code == 404
+    assert f"variable {LOG_LEVEL} (LOG_LEVEL) not found at environment {environment}" in reply.json()["message"]
     assert "body.override_parent_id" in locations(reply)
     assert "LOG_LEVEL" not in {r["key"] for r in listed(client, f"/environment/{environment}")}
 
 
-def test_service_override_of_a_variable_of_another_environment_is_400(client):
+def test_service_override_of_a_variable_of_another_environment_is_404_as_reading_it_there(client):
     other = create(client, f"/environment/{staging(client)}", key="STAGING_ONLY")
+    assert client.get(f"/application/{APP}/environmentVariable/{other['id']}").status_code == 404
     reply = client.post(f"/application/{APP}/environmentVariable/{other['id']}/override", json={"value": "x"})
-    assert reply.status_code == 400
+    assert reply.status_code == 404
+    assert "not found at application" in reply.json()["message"]
     assert "STAGING_ONLY" not in {record["key"] for record in listed(client, owner("application"))}
 
 
@@ -487,10 +492,20 @@ def test_service_and_environment_overrides_stack(client):
     assert by_key(client, owner("container"), "LOG_LEVEL")["value"] == "debug"
 
 
-def test_service_override_of_its_own_variable_is_400(client):
+def test_service_override_of_its_own_variable_conflicts_with_what_it_holds_409(client):
     port = by_key(client, owner("application"), "PORT")
     reply = client.post(f"/application/{APP}/environmentVariable/{port['id']}/override", json={"value": "9090"})
+    assert reply.status_code == 409
+    assert "belongs to application" in reply.json()["message"] and "edit the variable" in reply.json()["message"]
+    assert by_key(client, owner("application"), "PORT")["value"] == "8080"
+
+
+def test_override_of_a_variable_at_its_own_place_through_the_variable_path_keeps_the_level_rule_400(client):
+    port = by_key(client, owner("application"), "PORT")
+    reply = override(client, port["id"], "APPLICATION", APP, "9090")
     assert reply.status_code == 400
+    assert "an override must be at a lower scope" in reply.json()["message"]
+    assert locations(reply) == ["body.override_scope"]
 
 
 def test_secret_override_through_the_application_path_has_a_reference_without_value(client):
@@ -595,16 +610,12 @@ def test_alias_of_a_database_built_in_at_application_scope(client):
     assert by_key(client, owner("application"), "DATABASE_HOST")["id"] == record["id"]
 
 
-def test_built_in_alias_scope_is_400(client):
+def test_built_in_scope_with_an_id_that_names_no_built_in_is_404(client):
     reply = alias(client, LOG_LEVEL, "APP_LOG_LEVEL", "BUILT_IN", APP)
-    assert reply.status_code == 400
-    assert "BUILT_IN" in reply.json()["message"]
+    assert reply.status_code == 404
+    assert f"built-in variable or secret {APP} not found" in reply.json()["message"]
+    assert locations(reply) == ["body.alias_parent_id"]
     assert "APP_LOG_LEVEL" not in {record["key"] for record in listed(client, owner("application"))}
-
-
-def test_built_in_alias_scope_error_names_body_alias_scope(client):
-    reply = alias(client, LOG_LEVEL, "APP_LOG_LEVEL", "BUILT_IN", APP)
-    assert locations(reply) == ["body.alias_scope"]
 
 
 def test_alias_of_a_secret_has_a_reference_without_value(client):
@@ -615,6 +626,98 @@ def test_alias_of_a_secret_has_a_reference_without_value(client):
     assert record["aliased_secret"]["id"] == PAYMENT_API_KEY
     assert not SECRET_FIELDS & set(record) and "value" not in record["aliased_secret"]
     assert "sk-live-not-returned" not in reply.text
+
+
+# ---------------------------------------------------------------- the spec's scope values and parent ids
+def production_built_in(client, family="environmentVariable"):
+    """A built-in of the fixtures' production environment: the web application's internal host, or the orders
+    database's password secret."""
+    service = APP if family == "environmentVariable" else DATABASE
+    return next(r for r in listed(client, owner("environment"), family)
+                if r["variable_type"] == "BUILT_IN" and r["service_id"] == service)
+
+
+def test_override_scope_built_in_is_a_spec_scope_value_refused_by_the_level_rule(client):
+    host = production_built_in(client)
+    reply = override(client, LOG_LEVEL, "BUILT_IN", host["id"])
+    assert reply.status_code == 400
+    message = reply.json()["message"]
+    assert "is not one of" not in message                   # the document accepts the value
+    assert "an override must be at a lower scope" in message and "BUILT_IN is not lower" in message
+    assert locations(reply) == ["body.override_scope"]
+
+
+def test_alias_scope_built_in_of_a_project_variable_is_refused_by_the_level_rule(client):
+    reply = alias(client, LOG_LEVEL, "PLATFORM_LOG_LEVEL", "BUILT_IN", production_built_in(client)["id"])
+    assert reply.status_code == 400
+    assert "an alias must be at the same scope" in reply.json()["message"]
+    assert locations(reply) == ["body.alias_scope"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_alias_scope_built_in_of_a_built_in_lives_where_built_ins_live(client, family):
+    target = production_built_in(client, family)
+    reply = alias(client, target["id"], "WEB_BUILT_IN", "BUILT_IN", target["id"],
+                  "variable" if family == "environmentVariable" else "secret")
+    assert reply.status_code == 201, reply.text
+    record = reply.json()
+    assert (record["variable_type"], record["scope"]) == ("ALIAS", "ENVIRONMENT")
+    assert by_key(client, owner("environment"), "WEB_BUILT_IN", family)["id"] == record["id"]
+    assert by_key(client, owner("container"), "WEB_BUILT_IN", family)["id"] == record["id"]
+
+
+def test_alias_parent_id_naming_the_aliased_variable_puts_the_alias_at_its_place(client):
+    reply = alias(client, LOG_LEVEL, "LOG_VERBOSITY", "PROJECT", LOG_LEVEL)
+    assert reply.status_code == 201, reply.text
+    record = reply.json()
+    assert (record["variable_type"], record["scope"], record["value"]) == ("ALIAS", "PROJECT", "info")
+    assert by_key(client, owner("project"), "LOG_VERBOSITY")["id"] == record["id"]
+
+
+def test_alias_parent_id_naming_a_service_variable_puts_the_alias_at_that_service(client):
+    port = by_key(client, owner("application"), "PORT")
+    reply = alias(client, port["id"], "HTTP_PORT", "APPLICATION", port["id"])
+    assert reply.status_code == 201, reply.text
+    assert by_key(client, owner("application"), "HTTP_PORT")["value"] == "8080"
+
+
+def test_alias_parent_id_naming_the_aliased_variable_with_another_scope_is_400_saying_what_was_expected(client):
+    reply = alias(client, LOG_LEVEL, "LOG_VERBOSITY", "ENVIRONMENT", LOG_LEVEL)
+    assert reply.status_code == 400
+    message = reply.json()["message"]
+    assert "body.alias_parent_id names the variable itself" in message and "alias_scope must then be PROJECT" in message
+    assert locations(reply) == ["body.alias_scope"]
+
+
+def test_override_parent_id_naming_the_overridden_variable_is_its_own_place_refused_by_the_level_rule(client):
+    reply = override(client, LOG_LEVEL, "PROJECT", LOG_LEVEL)
+    assert reply.status_code == 400
+    assert "an override must be at a lower scope" in reply.json()["message"]
+
+
+@pytest.mark.parametrize("scope, parent", [("ENVIRONMENT", APP), ("PROJECT", ENV), ("APPLICATION", CONTAINER),
+                                           ("CONTAINER", MISSING)])
+def test_parent_id_that_names_no_record_of_the_scope_is_404_naming_what_was_looked_for(client, scope, parent):
+    for reply in (override(client, LOG_LEVEL, scope, parent), alias(client, LOG_LEVEL, "ANOTHER", scope, parent)):
+        assert reply.status_code == 404, reply.text
+        noun = {"ENVIRONMENT": "environment", "PROJECT": "project"}.get(scope, scope.lower())
+        assert reply.json()["message"] == f"{noun} {parent} not found"
+
+
+def test_secret_reference_holds_description_null_when_none(client):
+    record = alias(client, PAYMENT_API_KEY, "PAYMENTS_KEY", "ENVIRONMENT", ENV, "secret").json()
+    assert "description" in record["aliased_secret"] and record["aliased_secret"]["description"] is None
+    described = create(client, owner("project"), "secret", key="WEBHOOK_KEY", description="Signs webhooks")
+    record = alias(client, described["id"], "HOOK_KEY", "ENVIRONMENT", ENV, "secret").json()
+    assert record["aliased_secret"]["description"] == "Signs webhooks"
+
+
+def test_reference_to_a_file_variable_carries_its_mount_path_and_to_another_leaves_it_out(client):
+    nginx = by_key(client, owner("application"), "NGINX_CONF")
+    record = client.post(f"/application/{APP}/environmentVariable/{nginx['id']}/alias", json={"key": "NGINX"}).json()
+    assert record["aliased_variable"]["mount_path"] == "/etc/nginx/conf.d/app.conf"
+    record = alias(client, LOG_LEVEL, "APP_LOG_LEVEL", "APPLICATION", APP).json()
+    assert "mount_path" not in record and "mount_path" not in record["aliased_variable"]
 
 
 # ---------------------------------------------------------------- dependents follow the original
@@ -846,21 +949,22 @@ def test_service_aliases_its_own_variable(client, family):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_service_cannot_alias_or_override_another_services_variable(client, family):
+def test_service_cannot_alias_or_override_another_services_variable_404(client, family):
     own = create(client, owner("application"), family, key="APP_ONLY")
     for verb, body in (("alias", {"key": "STOLEN"}), ("override", {"value": "x"})):
         reply = client.post(f"/container/{CONTAINER}/{family}/{own['id']}/{verb}", json=body)
-        assert reply.status_code == 400, (verb, reply.text)
-        assert ("cannot see" if verb == "alias" else "lower scope") in reply.json()["message"]
+        assert reply.status_code == 404, (verb, reply.text)
+        assert f"not found at container {CONTAINER}" in reply.json()["message"]
+        assert locations(reply) == ["path"]
 
 
-def test_built_in_cannot_be_overridden_where_it_is_not_seen(client):
+def test_built_in_cannot_be_overridden_where_it_is_not_seen_404(client):
     host = built_in(client, APP)
-    reply = override(client, host["id"], "PROJECT", PROJECT)
-    assert reply.status_code == 400
-    assert "cannot see" in reply.json()["message"]
+    reply = override(client, host["id"], "PROJECT", PROJECT)        # lower than BUILT_IN, but does not see it
+    assert reply.status_code == 404
+    assert f"not found at project {PROJECT}" in reply.json()["message"]
     reply = override(client, host["id"], "ENVIRONMENT", staging(client))
-    assert reply.status_code == 400
+    assert reply.status_code == 404
     assert "body.override_parent_id" in locations(reply)
 
 

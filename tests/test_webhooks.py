@@ -15,7 +15,7 @@ import time
 import httpx
 import pytest
 
-from conftest import ADMIN, APP, ENV, ORG, free_port
+from conftest import ADMIN, APP, DATABASE, ENV, ORG, free_port
 from receiver import DEADLINE, Receiver, Silent
 
 WEBHOOKS = f"/organization/{ORG}/webhook"
@@ -117,6 +117,28 @@ def test_delivery_body_is_event_type_and_payload_of_the_deployment(mock, receive
         assert body["payload"]["deployment_request_id"] == reply["id"]
         assert request["headers"]["Content-Type"] == "application/json"
         assert request["headers"]["X-Mock-Event"] == body["event_type"]
+
+
+def test_deployment_of_an_application_names_it_in_application_id_and_as_the_service(mock, receiver):
+    target = receiver()
+    register(mock, target.url, ["DEPLOYMENT_STARTED"])
+    deploy_app(mock)
+    advance(mock, 1)
+    payload = json.loads(target.wait_for(1)[0]["body"])["payload"]
+    assert (payload["application_id"], payload["service_id"], payload["service_type"]) == (APP, APP, "APPLICATION")
+
+
+def test_deployment_of_a_service_that_is_not_an_application_names_it_without_application_id(mock, receiver):
+    """The spec's payload shows `application_id`; other kinds' deployments are delivered too, naming their
+    service as `service_id` and `service_type` and carrying no application_id."""
+    target = receiver()
+    register(mock, target.url, ["DEPLOYMENT_STARTED"])
+    assert mock.post(f"/database/{DATABASE}/redeploy").status_code == 202
+    advance(mock, 1)
+    body = json.loads(target.wait_for(1)[0]["body"])
+    assert body["event_type"] == "DEPLOYMENT_STARTED"
+    assert (body["payload"]["service_id"], body["payload"]["service_type"]) == (DATABASE, "DATABASE")
+    assert "application_id" not in body["payload"]
 
 
 def test_webhook_for_failures_only_gets_nothing_when_the_deploy_succeeds(mock, receiver):

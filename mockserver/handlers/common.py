@@ -13,10 +13,6 @@ def check_org(ctx, org_id):
         raise not_found("organization", org_id)
 
 
-def results(entries):
-    return {"results": [entry.data for entry in entries]}
-
-
 def touch(rt, entry, now):
     """After an edit: new updated_at, a new revision, and the name index follows a rename."""
     entry.data["updated_at"] = iso(now)

@@ -7,6 +7,7 @@ from ..clock import iso
 from ..errors import conflict
 from ..store import Entry
 from ..deployments import repository_of
+from .common import PAGE_SIZE, page
 from .services import commits_of, service
 
 LOG_STEPS = ("GIT_CLONE", "BUILD", "MIRROR_IMAGE", "DEPLOYMENT", "ROUTER_DEPLOYMENT")
@@ -21,13 +22,13 @@ def environment_status(ctx):
 
 
 def deployment_queue(ctx):
-    return {"results": ctx.rt.deployments.queue(_env(ctx).id, ctx.now)}
+    return page(ctx, ctx.rt.deployments.queue(_env(ctx).id, ctx.now), lambda item: item)
 
 
 def database_statuses(ctx):
     env = _env(ctx)
-    return {"results": [ctx.rt.deployments.status(entry, ctx.now) for entry in ctx.rt.store.services.under(env.id)
-                        if entry.meta["kind"] == "database"]}
+    return page(ctx, ctx.rt.store.services.view(env.id, "database"),
+                lambda entry: ctx.rt.deployments.status(entry, ctx.now))
 
 
 def cancel_deployment(ctx):
@@ -54,7 +55,7 @@ def application_logs(ctx):
         if request.action != "DEPLOY":
             continue
         lines += _request_lines(rt, entry, request, ctx.now)
-    return {"results": lines[-tail:]}
+    return page(ctx, lines[-tail:], lambda line: line)
 
 
 def _request_lines(rt, entry, request, now):
@@ -94,14 +95,14 @@ def _line(request, key, at, message, pod, commit):
 # ---------------------------------------------------------------- backups
 def list_backups(ctx):
     entry = service(ctx, "database")
-    page, size = ctx.query.get("page", 1), ctx.query.get("page_size", 20)
+    number, size = ctx.query.get("page", 1), ctx.query.get("page_size", PAGE_SIZE)
     backups = list(reversed(ctx.rt.store.backups.under(entry.id)))
     start = ctx.query.get("startId")
     if start is not None:
         ids = [b.id for b in backups]
         backups = backups[ids.index(start) + 1:] if start in ids else []
-    chunk = backups[(page - 1) * size: page * size]
-    return {"page": page, "page_size": size, "results": [b.data for b in chunk]}
+    chunk = backups[(number - 1) * size: number * size]
+    return {"page": number, "page_size": size, "results": [b.data for b in chunk]}
 
 
 def add_backups(rt, entry, count, now):
@@ -121,26 +122,26 @@ def job_commits(ctx):
     commits = commits_of(ctx.rt, service(ctx, "job"))
     wanted = ctx.query.get("gitCommitId")
     if wanted is not None:
-        return {"results": [c for c in commits if c["git_commit_id"] == wanted]}
+        commits = [c for c in commits if c["git_commit_id"] == wanted]
     start = ctx.query.get("startId")
-    if start is not None:
+    if wanted is None and start is not None:
         ids = [c["git_commit_id"] for c in commits]
         commits = commits[ids.index(start) + 1:] if start in ids else []
-    return {"results": commits}
+    return page(ctx, commits, lambda commit: commit)
 
 
 # ---------------------------------------------------------------- Helm
 def helm_history_v2(ctx):
     entry = service(ctx, "helm")
-    size = ctx.query.get("pageSize") or 20
-    page = ctx.query.get("page", 1)
+    size = int(ctx.query.get("pageSize") or PAGE_SIZE)     # a number of records: 5.0 is 5; absent or null: 20
+    number = ctx.query.get("page", 1)
     items = ctx.rt.deployments.history(entry, ctx.now)
-    return {"page": page, "page_size": size, "results": items[(page - 1) * size: page * size]}
+    return {"page": number, "page_size": size, "results": items[(number - 1) * size: number * size]}
 
 
 def list_domains(ctx):
     entry = service(ctx, "helm")
-    return {"results": [d.data for d in ctx.rt.store.custom_domains.under(entry.id)]}
+    return page(ctx, ctx.rt.store.custom_domains.view(entry.id))
 
 
 def create_domain(ctx):

@@ -64,6 +64,8 @@ class Loader:
                         "production": cluster.get("production", False), "status": cluster.get("status", "DEPLOYED")}
                 optional(data, "description", cluster.get("description"))
                 rt.store.clusters.add(Entry(data, oid, oid))
+                if cluster.get("lock"):                 # a cluster locked from the start (no ttl: until unlocked)
+                    self.call(oid, "lockCluster", {"clusterId": data["id"]}, cluster["lock"])
             for key, operation in ORG_RECORDS:
                 for item in org.get(key, []):
                     self.call(oid, operation, {"organizationId": oid}, item)

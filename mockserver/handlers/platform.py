@@ -7,7 +7,7 @@ from ..errors import ApiError, conflict
 from ..openapi.ids import FIXED_REGISTRY_URLS
 from ..openapi.schemas import REGISTRY_CONFIG_OUT, REGISTRY_SECRET_CONFIG
 from ..store import Entry
-from .common import check_org, merge, optional, results, touch
+from .common import check_org, merge, optional, page, touch
 
 RETURNED_CONFIG = tuple(REGISTRY_CONFIG_OUT["properties"])
 
@@ -15,7 +15,7 @@ RETURNED_CONFIG = tuple(REGISTRY_CONFIG_OUT["properties"])
 # ---------------------------------------------------------------- clusters
 def list_clusters(ctx):
     check_org(ctx, ctx.params["organizationId"])
-    return {"results": [_current(ctx, entry) for entry in ctx.rt.store.clusters.under(ctx.org)]}
+    return page(ctx, ctx.rt.store.clusters.view(ctx.org), lambda entry: _current(ctx, entry))
 
 
 def _cluster(ctx):
@@ -40,8 +40,10 @@ def lock_cluster(ctx):
     rt, body = ctx.rt, ctx.body
     entry = _cluster(ctx)
     ttl = body.get("ttl_in_days")
-    public = {"reason": body["reason"], "ttl_in_days": ttl, "cluster_id": entry.id, "locked_at": iso(ctx.now),
-              "owner_name": rt.fake.person()}
+    ttl = None if ttl is None else int(ttl)          # a number of whole days: 5.0 is 5
+    public = {"reason": body["reason"]}
+    optional(public, "ttl_in_days", ttl)
+    public.update(cluster_id=entry.id, locked_at=iso(ctx.now), owner_name=rt.fake.person())
     entry.meta["lock"] = {"public": public, "expires": ctx.now + ttl * 86400 if ttl else None}
     return public
 
@@ -83,7 +85,7 @@ def create_registry(ctx):
     check_org(ctx, ctx.params["organizationId"])
     if rt.store.registries.name_taken(ctx.org, body["name"]):
         raise conflict(f"a container registry named {body['name']!r} already exists")
-    data = {"id": rt.new_id(), **rt.stamp(ctx.now), "cluster": None, "associated_services_count": 0}
+    data = {"id": rt.new_id(), **rt.stamp(ctx.now), "associated_services_count": 0}
     secrets = _registry_record(ctx, body, data)
     rt.store.registries.add(Entry(data, ctx.org, ctx.org, private=secrets))
     return data
@@ -97,7 +99,7 @@ def refuse_unsupported_kind(body):
 
 def list_registries(ctx):
     check_org(ctx, ctx.params["organizationId"])
-    return results(ctx.rt.store.registries.under(ctx.org))
+    return page(ctx, ctx.rt.store.registries.view(ctx.org))
 
 
 def _registry(ctx):
@@ -152,7 +154,7 @@ def simple(table, param, noun, build, unique="name", org_param="organizationId")
 
     def listing(ctx):
         check_org(ctx, ctx.params[org_param])
-        return results(ctx.rt.store.tables[table].under(ctx.org))
+        return page(ctx, ctx.rt.store.tables[table].view(ctx.org))
 
     def one(ctx):
         check_org(ctx, ctx.params[org_param])
@@ -183,13 +185,14 @@ def build_labels(ctx, data, private):
 
 
 def build_credentials(ctx, data, private):
+    """Create sets the key pair; an edit changes only `name` and `role_arn` (the spec's editable fields): other
+    fields sent are ignored, as read-only fields are. What was never given is left out, not null."""
     body = ctx.body
-    merge(data, body, ("name", "access_key_id", "role_arn"))
-    data.setdefault("access_key_id", None)
-    data.setdefault("role_arn", None)
+    editing = private is not None
+    merge(data, body, ("name", "role_arn") if editing else ("name", "access_key_id", "role_arn"))
     data["object_type"] = "AWS"
     private = dict(private or {})
-    if "secret_access_key" in body:
+    if not editing and "secret_access_key" in body:
         private["secret_access_key"] = body["secret_access_key"]
     return data, private
 

@@ -73,10 +73,36 @@ def chain(rt, owner):
     return out
 
 
-def resolve(ctx, scope, ident):
-    """The record a scope and an id name (override_parent_id, alias_parent_id; BUILT_IN is refused by the
-    document: only the platform creates built-ins)."""
-    store = ctx.rt.store
+def owner_entry(rt, entry):
+    """The project, environment or service that holds a variable or secret."""
+    store = rt.store
+    return store.services.find(entry.parent) or store.environments.find(entry.parent) or \
+        store.projects.find(entry.parent)
+
+
+def level_of(entry):
+    """The level a record sits at: BUILT_IN for the platform's records, else its owner's scope."""
+    return "BUILT_IN" if entry.data["variable_type"] == "BUILT_IN" else entry.meta["level"]
+
+
+def resolve(ctx, family, target, scope, ident, kind):
+    """The place an override or alias goes to, named by its scope and parent id; 404 when the id names no record
+    of that scope. The id may name the target itself: its own place, when the scope names its level. With
+    BUILT_IN the id names a built-in record: the place is where built-ins live, their environment."""
+    store, field = ctx.rt.store, f"body.{kind.lower()}_parent_id"
+    if ident == target.id:
+        level = level_of(target)
+        if scope != level:
+            raise ApiError(400, f"{field} names the {family.reference} itself ({target.data['key']}), which is "
+                           f"{level}: {kind.lower()}_scope must then be {level}, not {scope}",
+                           [(f"body.{kind.lower()}_scope", f"must be {level} when {field} names the {family.reference}")])
+        return owner_entry(ctx.rt, target)
+    if scope == "BUILT_IN":
+        found = store.variables.find(ident, ctx.org) or store.secrets.find(ident, ctx.org)
+        if found is None or found.data["variable_type"] != "BUILT_IN":
+            raise ApiError(404, f"built-in variable or secret {ident} not found ({field} with scope BUILT_IN names "
+                           "a built-in record)", [(field, "names no built-in variable or secret")])
+        return store.environments.find(found.parent)
     if scope == "PROJECT":
         return store.projects.get(ident, ctx.org)
     if scope == "ENVIRONMENT":
@@ -94,10 +120,11 @@ def make(ctx, family, owner, key, value, scope, kind, mount_path=None, descripti
     rt = ctx.rt
     service = service if service is not None else (owner if "type" in owner.meta else None)
     data = {"id": rt.new_id(), **rt.stamp(ctx.now), "key": key, "scope": scope, "variable_type": kind,
-            "mount_path": mount_path, "service_id": service.id if service else None,
-            "service_name": service.data["name"] if service else None,
-            "service_type": service.meta["type"] if service else None, "owned_by": owned_by,
-            "enable_interpolation_in_file": interpolation}
+            "owned_by": owned_by, "enable_interpolation_in_file": interpolation}
+    # the spec types these as plain strings (not "or null"): a record without them leaves them out
+    optional(data, "mount_path", mount_path)
+    if service is not None:
+        data.update(service_id=service.id, service_name=service.data["name"], service_type=service.meta["type"])
     optional(data, "description", description)
     private = None
     if family.secret:
@@ -116,12 +143,14 @@ def make(ctx, family, owner, key, value, scope, kind, mount_path=None, descripti
 
 
 def reference(family, target):
+    """What an override or alias shows of its target: a secret's reference always holds `description` (null
+    when none, as the spec lists it among its fields) and never a value."""
     data = target.data
-    out = {"id": data["id"], "key": data["key"], "mount_path": data["mount_path"], "scope": data["scope"],
-           "variable_type": data["variable_type"]}
+    out = {"id": data["id"], "key": data["key"], "scope": data["scope"], "variable_type": data["variable_type"]}
+    optional(out, "mount_path", data.get("mount_path"))
     if family.secret:
+        out["description"] = data.get("description")
         out["enable_interpolation_in_file"] = data["enable_interpolation_in_file"]
-        optional(out, "description", data.get("description"))
     else:
         out["value"] = data["value"]
     return out
@@ -257,33 +286,64 @@ def remove(rt, family, entry):
     rt.derived.get(entry.meta.get("target"), {}).pop(entry.id, None)
 
 
-def _derive(ctx, family, target, scope, parent, kind, key, value, where=None):
-    """Create an override or alias of `target` at (scope, parent), enforcing the level and visibility rules.
-    `where` names the request part that chose the place (default: the body's *_scope and *_parent_id)."""
-    rt, body = ctx.rt, ctx.body
-    scope_at, parent_at = (where, where) if where else (f"body.{kind.lower()}_scope", f"body.{kind.lower()}_parent_id")
-    level = "BUILT_IN" if target.data["variable_type"] == "BUILT_IN" else target.meta["level"]
+LEVELS_TEXT = "levels, highest first: BUILT_IN > PROJECT > ENVIRONMENT > service"
+
+
+def check_level(family, target, scope, kind, where):
+    """The level rule: an override strictly lower than its target, an alias at its level or lower (400)."""
+    key, level = target.data["key"], level_of(target)
     if kind == "OVERRIDE" and SCOPE_RANK[scope] >= rank(target):
         raise ApiError(400, f"an override must be at a lower scope than the {family.reference} it overrides "
-                       f"({target.data['key']} is {level}); {scope} is not lower (levels, highest first: "
-                       "BUILT_IN > PROJECT > ENVIRONMENT > service)",
-                       [(scope_at, "must be a lower scope")])
+                       f"({key} is {level}); {scope} is not lower ({LEVELS_TEXT})", [(where, "must be a lower scope")])
     if kind == "ALIAS" and SCOPE_RANK[scope] > rank(target):
         raise ApiError(400, f"an alias must be at the same scope as the {family.reference} it aliases or lower "
-                       f"({target.data['key']} is {level}); {scope} is higher",
-                       [(scope_at, "must not be a higher scope")])
-    if target.parent not in {place.id for place in chain(rt, parent)}:
-        raise ApiError(400, f"{scope.lower()} {parent.id} cannot see {family.reference} {target.id} "
-                       f"({target.data['key']}): an {kind.lower()} must be placed where its target is visible "
-                       "(the target's owner or below it)",
-                       [(parent_at, "outside the variable's scope")])
+                       f"({key} is {level}); {scope} is higher ({LEVELS_TEXT})", [(where, "must not be a higher scope")])
+
+
+def not_seen(family, target, place, kind, where):
+    noun = family.reference
+    return ApiError(404, f"{noun} {target.id} ({target.data['key']}) not found at {scope_of(place).lower()} "
+                    f"{place.id}: an {kind.lower()} is made of a {noun} the place sees (its own, its environment's "
+                    f"and its project's, and the built-ins of its environment)", [(where, f"does not see the {noun}")])
+
+
+def place_for(ctx, family, target, scope, place, kind):
+    """Check a place chosen by *_scope and *_parent_id: a place off the target's line does not see it (404); on
+    the line (at or above it, or above its owner) the level rule decides (400); a place above the owner of
+    what it would override (only a built-in's project passes the level rule) still does not see it (404)."""
+    rt, field = ctx.rt, kind.lower()
+    above_place = {entry.id for entry in chain(rt, place)}
+    above_target = {entry.id for entry in chain(rt, owner_entry(rt, target))}
+    if target.parent not in above_place and place.id not in above_target:
+        raise not_seen(family, target, place, kind, f"body.{field}_parent_id")
+    check_level(family, target, scope, kind, f"body.{field}_scope")
+    if target.parent not in above_place:
+        raise not_seen(family, target, place, kind, f"body.{field}_parent_id")
+
+
+def service_place(ctx, family, target, service, kind):
+    """Check a place given by a service's own route: the target must be one the service sees (404 otherwise,
+    as reading it through that path); overriding the service's own record conflicts with what it holds (409)."""
+    if target.parent not in {entry.id for entry in chain(ctx.rt, service)}:
+        raise not_seen(family, target, service, kind, "path")
+    if kind == "OVERRIDE" and target.parent == service.id:
+        noun, title = family.reference, service.meta["type"].lower()
+        raise conflict(f"{noun} {target.id} ({target.data['key']}) belongs to {title} {service.id} itself: an override "
+                       f"must be at a lower scope than the {noun} it overrides and nothing is lower than a service; "
+                       f"edit the {noun} instead")
+
+
+def _derive(ctx, family, target, place, kind, key, value):
+    """Create an override or alias of `target` at `place` (its rules already checked): 409 when the place already
+    overrides that key or owns a record with the new key."""
+    rt, body = ctx.rt, ctx.body
     if kind == "OVERRIDE" and any(e.data["variable_type"] == "OVERRIDE"
-                                  for e in rt.store.tables[family.table].named(parent.id, key)):
+                                  for e in rt.store.tables[family.table].named(place.id, key)):
         raise conflict(f"{family.reference} {key} is already overridden at this place")
-    if key_taken(rt, family, parent.id, key, exclude=(target.id,) if kind == "OVERRIDE" else ()):
+    if key_taken(rt, family, place.id, key, exclude=(target.id,) if kind == "OVERRIDE" else ()):
         raise conflict(f"{family.reference} key {key!r} already exists at this scope")
-    mount_path = target.data["mount_path"] if kind == "OVERRIDE" else None
-    entry = make(ctx, family, parent, key, value, scope, kind, mount_path, body.get("description"),
+    mount_path = target.data.get("mount_path") if kind == "OVERRIDE" else None
+    entry = make(ctx, family, place, key, value, scope_of(place), kind, mount_path, body.get("description"),
                  body.get("enable_interpolation_in_file"), target=target)
     return entry.data
 
@@ -292,34 +352,30 @@ def _target(ctx, family, param):
     return ctx.rt.store.tables[family.table].get(ctx.params[param], ctx.org, family.reference)
 
 
-def create_override(ctx, family):
+def _value(family, target):
+    return target.private["value"] if family.secret else target.data["value"]
+
+
+def create_derived(ctx, family, kind):
+    """POST /variable|secret/{id}/override|alias: the place is chosen by *_scope and *_parent_id."""
     target = _target(ctx, family, family.item_param)
-    scope = ctx.body["override_scope"]
-    parent = resolve(ctx, scope, ctx.body["override_parent_id"])
-    return _derive(ctx, family, target, scope, parent, "OVERRIDE", target.data["key"], ctx.body["value"])
+    field = kind.lower()
+    scope = ctx.body[f"{field}_scope"]
+    place = resolve(ctx, family, target, scope, ctx.body[f"{field}_parent_id"], kind)
+    place_for(ctx, family, target, scope, place, kind)
+    if kind == "OVERRIDE":
+        return _derive(ctx, family, target, place, kind, target.data["key"], ctx.body["value"])
+    return _derive(ctx, family, target, place, kind, ctx.body["key"], _value(family, target))
 
 
-def create_alias(ctx, family):
-    target = _target(ctx, family, family.item_param)
-    scope = ctx.body["alias_scope"]
-    parent = resolve(ctx, scope, ctx.body["alias_parent_id"])
-    value = target.private["value"] if family.secret else target.data["value"]
-    return _derive(ctx, family, target, scope, parent, "ALIAS", ctx.body["key"], value)
-
-
-def service_override(ctx, family, kind, param):
-    service = _path_service(ctx, kind)
+def service_derived(ctx, family, kind, service_kind, param):
+    """POST /<kind>/{id}/environmentVariable|secret/{id}/override|alias: the place is that service."""
+    service = _path_service(ctx, service_kind)
     target = _target(ctx, family, param)
-    return _derive(ctx, family, target, service.meta["type"], service, "OVERRIDE", target.data["key"],
-                   ctx.body["value"], where="path")
-
-
-def service_alias(ctx, family, kind, param):
-    service = _path_service(ctx, kind)
-    target = _target(ctx, family, param)
-    value = target.private["value"] if family.secret else target.data["value"]
-    return _derive(ctx, family, target, service.meta["type"], service, "ALIAS", ctx.body["key"], value,
-                   where="path")
+    service_place(ctx, family, target, service, kind)
+    if kind == "OVERRIDE":
+        return _derive(ctx, family, target, service, kind, target.data["key"], ctx.body["value"])
+    return _derive(ctx, family, target, service, kind, ctx.body["key"], _value(family, target))
 
 
 def _path_service(ctx, kind):
@@ -376,11 +432,11 @@ def operations():
                 param = family.item_param
                 if (level, family.word) == ("container", "Variable"):
                     param = "environmentVariableId"
-                out[f"override{title}{word}"] = bind(service_override, family, level, param)
-                out[f"alias{title}{word}"] = bind(service_alias, family, level, param)
+                out[f"override{title}{word}"] = bind(service_derived, family, "OVERRIDE", level, param)
+                out[f"alias{title}{word}"] = bind(service_derived, family, "ALIAS", level, param)
     for family in (VARIABLES, SECRETS):
-        out[f"create{family.word}Override"] = bind(create_override, family)
-        out[f"create{family.word}Alias"] = bind(create_alias, family)
+        out[f"create{family.word}Override"] = bind(create_derived, family, "OVERRIDE")
+        out[f"create{family.word}Alias"] = bind(create_derived, family, "ALIAS")
     return out
 
 

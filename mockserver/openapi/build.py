@@ -58,6 +58,8 @@ def service_schemas():
             for name in ("name", "description", "image_name", "tag"):
                 if name in props:
                     props[name].pop("minLength", None)
+            for sub in props.values():          # a request may send null; a record leaves the field out
+                sub.pop("nullable", None)
             if "git_repository" in props:
                 props["git_repository"] = GIT_REPOSITORY
             required = list(SCHEMAS[request].get("required", []))

@@ -26,7 +26,6 @@ CLUSTER_STATES = [
 DEPLOYMENT_STATUSES = ["NEVER_DEPLOYED", "OUT_OF_DATE", "UP_TO_DATE"]
 SERVICE_TYPES = ["APPLICATION", "CONTAINER", "DATABASE", "JOB", "HELM", "TERRAFORM"]
 SCOPES = ["APPLICATION", "BUILT_IN", "ENVIRONMENT", "PROJECT", "CONTAINER", "JOB", "HELM", "TERRAFORM"]
-PLACE_SCOPES = [scope for scope in SCOPES if scope != "BUILT_IN"]     # where a client may put a record
 VARIABLE_TYPES = ["VALUE", "ALIAS", "OVERRIDE", "BUILT_IN", "FILE"]
 EDITABLE_MODES = ["DEVELOPMENT", "PRODUCTION", "STAGING"]
 ENV_MODES = ["DEVELOPMENT", "PREVIEW", "PRODUCTION", "STAGING"]
@@ -57,7 +56,8 @@ DATABASE_VERSIONS = {
     "REDIS": ["6", "7"],
 }
 PROTOCOLS = ["HTTP", "GRPC", "TCP", "UDP"]
-PLANS = ["FREE", "TEAM", "ENTERPRISE"]
+# every plan the platform names; FREE, PROFESSIONAL and BUSINESS are the ones every published client accepts
+PLANS = ["FREE", "PROFESSIONAL", "BUSINESS", "TEAM", "ENTERPRISE"]
 WEEKDAYS = ["MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY", "SUNDAY"]
 CLOUD_PROVIDERS = ["CLOUDA", "CLOUDB", "CLOUDC", "ON_PREMISE"]
 
@@ -192,7 +192,7 @@ IMAGE_SOURCE = obj(
      "tag": s("1.4.2", minLength=1, maxLength=128)},
     ["registry_id", "image_name", "tag"],
 )
-VARIABLE_DESCRIPTION = nullable(s("Connection string of the orders database", maxLength=255))
+VARIABLE_DESCRIPTION = nullable(s("Set by the release pipeline", maxLength=255))
 # ---- jobs and Helm services: the platform's nested payloads (one source kind each, see README)
 DOCKERFILE_PATH = s("Dockerfile", minLength=1, maxLength=255)
 JOB_DOCKER_REQUEST = obj({"git_repository": GIT_REPOSITORY_REQUEST, "dockerfile_path": DOCKERFILE_PATH},
@@ -320,11 +320,11 @@ SCHEMAS = {
     ),
     "Reference": REFERENCE,
     "Organization": obj({**BASE, "name": s("Acme"), "description": s("Acme Corporation"),
-                         "plan": enum(PLANS, "TEAM"), "owner": uuid(IDS["user"])},
+                         "plan": enum(PLANS, "BUSINESS"), "owner": uuid(IDS["user"])},
                         BASE_REQUIRED + ["name", "plan", "owner"]),
     # GET /organization: the caller's organization record, and `results`, the organizations the token sees
     "CurrentOrganization": obj({**BASE, "name": s("Acme"), "description": s("Acme Corporation"),
-                                "plan": enum(PLANS, "TEAM"), "owner": uuid(IDS["user"]),
+                                "plan": enum(PLANS, "BUSINESS"), "owner": uuid(IDS["user"]),
                                 "results": arr(ref("Organization"))},
                                BASE_REQUIRED + ["name", "plan", "owner", "results"]),
     "ProjectRequest": obj({"name": NAME, "description": DESCRIPTION}, ["name"]),
@@ -353,8 +353,8 @@ SCHEMAS = {
     "EnvironmentList": page_list("Environment"),
     "EnvironmentStatus": obj(
         {"id": uuid(IDS["environment"]), "state": enum(SERVICE_STATES, "DEPLOYED"),
-         "last_deployment_date": nullable(datetime()), "last_deployment_state": nullable(enum(SERVICE_STATES)),
-         "deployment_request_id": nullable(uuid())},
+         "last_deployment_date": datetime(), "last_deployment_state": enum(SERVICE_STATES),
+         "deployment_request_id": uuid()},
         ["id", "state"],
     ),
     "DeploymentQueueItem": obj(
@@ -367,12 +367,12 @@ SCHEMAS = {
                 "services": arr(obj({
                     "identifier": SERVICE_IDENTIFIER, "status": enum(SERVICE_STATES, "DEPLOYMENT_QUEUED"),
                     "icon_uri": s("app://platform-console/application"),
-                    "details": obj({"job_type": nullable(enum(["CRON", "LIFECYCLE"], "CRON"))}),
+                    "details": obj({"job_type": enum(["CRON", "LIFECYCLE"], "CRON")}, ["job_type"]),
                 })),
             })),
         }
     ),
-    "DeploymentQueue": results("DeploymentQueueItem"),
+    "DeploymentQueue": page_list("DeploymentQueueItem"),
     "DeploymentRuleRequest": obj({
         "auto_stop": boolean(False), "auto_deploy": boolean(True), "timezone": s("Europe/Paris", maxLength=64),
         "start_time": s("08:00", pattern="^([01][0-9]|2[0-3]):[0-5][0-9]$"),
@@ -390,12 +390,12 @@ SCHEMAS = {
             "id": uuid(IDS["application"]), "state": enum(SERVICE_STATES, "DEPLOYED"),
             "service_deployment_status": enum(DEPLOYMENT_STATUSES, "UP_TO_DATE"),
             "is_part_last_deployment": boolean(True), "status_details": STATUS_DETAILS,
-            "deployment_request_id": nullable(uuid()), "deployment_requests_count": integer(3, minimum=0),
-            "last_deployment_date": nullable(datetime()), "steps": STEPS, "execution_id": nullable(s("a7c9e1b3-1")),
+            "deployment_request_id": uuid(), "deployment_requests_count": integer(3, minimum=0),
+            "last_deployment_date": datetime(), "steps": STEPS, "execution_id": s("a7c9e1b3-1"),
         },
         ["id", "state", "service_deployment_status"],
     ),
-    "ServiceStatusList": results("ServiceStatus"),
+    "ServiceStatusList": page_list("ServiceStatus"),
     "DeployRequest": obj({"git_commit_id": s("4f0c2a9d1e7b3c5a8f6d2e4b1a3c5d7e9f0b2a4c", minLength=1,
                                              maxLength=64)}),
     "EmptyRequest": obj({}),
@@ -418,7 +418,7 @@ SCHEMAS = {
             "status": enum(SERVICE_STATES, "DEPLOYED"), "trigger_action": enum(TRIGGER_ACTIONS, "DEPLOY"),
             "auditing_data": obj({"created_at": datetime(), "updated_at": datetime(),
                                   "triggered_by": s("mock-deploy-token"), "origin": enum(ORIGINS, "API")}),
-            "details": obj({"commit": nullable(COMMIT)}), "status_details": STATUS_DETAILS,
+            "details": obj({"commit": COMMIT}, ["commit"]), "status_details": STATUS_DETAILS,
             "icon_uri": s("app://platform-console/application"), "total_duration": s("PT12S"),
         },
         ["identifier", "status"],
@@ -428,7 +428,7 @@ SCHEMAS = {
     "LogLine": obj({"id": uuid(), "created_at": datetime(), "message": s("Listening on :8080"),
                     "pod_name": s("web-7d9f8b6c4-x2k9p"), "version": s("4f0c2a9d")},
                    ["id", "created_at", "message"]),
-    "LogList": results("LogLine"),
+    "LogList": page_list("LogLine"),
     # ------------------------------------------------------------ services
     "ApplicationRequest": obj(
         {"name": s("web", minLength=1, maxLength=255), "description": DESCRIPTION,
@@ -495,12 +495,14 @@ SCHEMAS = {
                {"type": "object", "required": ["git_repository"]}],
     ),
     # ------------------------------------------------------------ variables and secrets
-    "VariableReference": obj({"id": uuid(), "key": s("DATABASE_URL"), "value": nullable(s("postgres://orders")),
-                              "mount_path": nullable(s("/etc/app/config.json")), "scope": enum(SCOPES, "PROJECT"),
-                              "variable_type": enum(VARIABLE_TYPES, "VALUE")}),
-    "SecretReference": obj({"id": uuid(), "key": s("API_KEY"), "mount_path": nullable(s("/etc/app/key")),
+    "VariableReference": obj({"id": uuid(), "key": s("DATABASE_URL"), "value": s("postgres://orders"),
+                              "mount_path": s("/etc/app/config.json"), "scope": enum(SCOPES, "PROJECT"),
+                              "variable_type": enum(VARIABLE_TYPES, "VALUE")},
+                             ["id", "key", "value", "scope", "variable_type"]),
+    "SecretReference": obj({"id": uuid(), "key": s("API_KEY"), "mount_path": s("/etc/app/key"),
                             "scope": enum(SCOPES, "PROJECT"), "variable_type": enum(VARIABLE_TYPES, "VALUE"),
-                            "description": VARIABLE_DESCRIPTION, "enable_interpolation_in_file": INTERPOLATION}),
+                            "description": VARIABLE_DESCRIPTION, "enable_interpolation_in_file": INTERPOLATION},
+                           ["id", "key", "scope", "variable_type", "description", "enable_interpolation_in_file"]),
     "VariableRequest": obj(
         {"key": s("DATABASE_URL", minLength=1, maxLength=255, pattern="^[A-Za-z_][A-Za-z0-9_.-]*$"),
          "value": s("postgres://orders.internal:5432/orders", maxLength=65536),
@@ -516,13 +518,13 @@ SCHEMAS = {
     ),
     "OverrideRequest": obj(
         {"value": s("postgres://orders-staging.internal:5432/orders", maxLength=65536),
-         "override_scope": enum(PLACE_SCOPES, "ENVIRONMENT"), "override_parent_id": uuid(IDS["environment"]),
+         "override_scope": enum(SCOPES, "APPLICATION"), "override_parent_id": uuid(IDS["application_generic_overrides"]),
          "description": VARIABLE_DESCRIPTION, "enable_interpolation_in_file": INTERPOLATION},
         ["value", "override_scope", "override_parent_id"],
     ),
     "AliasRequest": obj(
         {"key": s("DB_URL", minLength=1, maxLength=255, pattern="^[A-Za-z_][A-Za-z0-9_.-]*$"),
-         "alias_scope": enum(PLACE_SCOPES, "APPLICATION"), "alias_parent_id": uuid(IDS["application"]),
+         "alias_scope": enum(SCOPES, "APPLICATION"), "alias_parent_id": uuid(IDS["application_variable_overrides"]),
          "description": VARIABLE_DESCRIPTION, "enable_interpolation_in_file": INTERPOLATION},
         ["key", "alias_scope", "alias_parent_id"],
     ),
@@ -541,10 +543,10 @@ SCHEMAS = {
             "id": ro(uuid()), "created_at": ro(datetime()), "updated_at": ro(datetime()),
             "key": s("DATABASE_URL"), "value": nullable(s("postgres://orders.internal:5432/orders")),
             "scope": enum(SCOPES, "PROJECT"), "variable_type": enum(VARIABLE_TYPES, "VALUE"),
-            "is_secret": boolean(False), "mount_path": nullable(s("/etc/app/config.json")),
+            "is_secret": boolean(False), "mount_path": s("/etc/app/config.json"),
             "overridden_variable": ref("VariableReference"), "aliased_variable": ref("VariableReference"),
-            "service_id": nullable(uuid(IDS["application"])), "service_name": nullable(s("web")),
-            "service_type": nullable(enum(SERVICE_TYPES)), "owned_by": s("PLATFORM"),
+            "service_id": uuid(IDS["application"]), "service_name": s("web"),
+            "service_type": enum(SERVICE_TYPES), "owned_by": s("PLATFORM"),
             "description": VARIABLE_DESCRIPTION, "enable_interpolation_in_file": INTERPOLATION,
         },
         ["id", "created_at", "updated_at", "key", "value", "scope", "variable_type", "is_secret"],
@@ -554,9 +556,9 @@ SCHEMAS = {
         {
             "id": ro(uuid()), "created_at": ro(datetime()), "updated_at": ro(datetime()), "key": s("API_KEY"),
             "scope": enum(SCOPES, "PROJECT"), "variable_type": enum(VARIABLE_TYPES, "VALUE"),
-            "mount_path": nullable(s("/etc/app/key")), "overridden_secret": ref("SecretReference"),
-            "aliased_secret": ref("SecretReference"), "service_id": nullable(uuid(IDS["application"])),
-            "service_name": nullable(s("web")), "service_type": nullable(enum(SERVICE_TYPES)),
+            "mount_path": s("/etc/app/key"), "overridden_secret": ref("SecretReference"),
+            "aliased_secret": ref("SecretReference"), "service_id": uuid(IDS["application"]),
+            "service_name": s("web"), "service_type": enum(SERVICE_TYPES),
             "owned_by": s("PLATFORM"), "description": VARIABLE_DESCRIPTION,
             "enable_interpolation_in_file": INTERPOLATION,
         },
@@ -570,12 +572,11 @@ SCHEMAS = {
     },
     "ContainerRegistry": obj(
         {**BASE, "name": NAME, "kind": enum(REGISTRY_KINDS, "GENERIC_CR"), "description": DESCRIPTION,
-         "url": s("https://registry.acme.example"), "cluster": nullable(obj({"id": uuid(IDS["cluster"]),
-                                                                           "name": s("acme-prod-eu")})),
+         "url": s("https://registry.acme.example"), "cluster": obj({"id": uuid(IDS["cluster"]), "name": s("acme-prod-eu")}),
          "associated_services_count": integer(1, minimum=0), "config": REGISTRY_CONFIG_OUT},
         BASE_REQUIRED + ["name", "kind", "url", "associated_services_count", "config"],
     ),
-    "ContainerRegistryList": results("ContainerRegistry"),
+    "ContainerRegistryList": page_list("ContainerRegistry"),
     "TfVarsRequest": obj(
         {"git_repository": obj({"url": GIT_URL, "provider": enum(["CODEHOST1", "CODEHOST2", "GENERIC"], "GENERIC"),
                                 "branch": s("main", maxLength=255), "root_path": s("/", maxLength=255),
@@ -595,18 +596,20 @@ SCHEMAS = {
          "status": enum(CLUSTER_STATES, "DEPLOYED")},
         BASE_REQUIRED + ["name", "region", "cloud_provider", "version", "status"],
     ),
-    "ClusterList": results("Cluster"),
+    "ClusterList": page_list("Cluster"),
     "ClusterLockRequest": obj({"reason": s("Maintenance window", minLength=1, maxLength=1024),
-                               "ttl_in_days": integer(2, minimum=1, maximum=365)}, ["reason"]),
+                               "ttl_in_days": {"type": "number", "multipleOf": 1, "minimum": 1, "maximum": 365, "example": 2,
+                                               "description": "whole days (5 or 5.0)"}},
+                              ["reason"]),
     "ClusterLock": obj(
-        {"reason": s("Maintenance window"), "ttl_in_days": nullable(integer(2)), "cluster_id": uuid(IDS["cluster"]),
+        {"reason": s("Maintenance window"), "ttl_in_days": integer(2), "cluster_id": uuid(IDS["cluster"]),
          "locked_at": datetime(), "owner_name": s("Dana Reyes")},
         ["reason", "cluster_id", "locked_at", "owner_name"],
     ),
     "ClusterStatus": obj(
         {"cluster_id": uuid(IDS["cluster"]), "status": enum(CLUSTER_STATES, "DEPLOYED"), "is_deployed": boolean(True),
-         "next_k8s_available_version": nullable(s("1.32")), "last_execution_id": nullable(s("c1a5e7d9-3")),
-         "cluster_lock": {"allOf": [ref("ClusterLock")], "nullable": True}, "last_deployment_date": nullable(datetime()),
+         "next_k8s_available_version": s("1.32"), "last_execution_id": s("c1a5e7d9-3"),
+         "cluster_lock": ref("ClusterLock"), "last_deployment_date": datetime(),
          "reason": s("Kubernetes upgrade from 1.31 to 1.32 requested by mock-deploy-token")},
         ["cluster_id", "status", "is_deployed", "reason"],
     ),
@@ -623,7 +626,7 @@ SCHEMAS = {
          "associated_items_count": integer(0, minimum=0)},
         BASE_REQUIRED + ["name", "labels", "associated_items_count"],
     ),
-    "LabelsGroupList": results("LabelsGroup"),
+    "LabelsGroupList": page_list("LabelsGroup"),
     "CredentialsRequest": obj(
         {"name": s("ci-deployer", minLength=1, maxLength=255),
          "access_key_id": s("AKIAMOCKEXAMPLE00001", minLength=1, maxLength=128),
@@ -636,11 +639,11 @@ SCHEMAS = {
          "role_arn": s("arn:clouda:iam::123456789012:role/deployer", minLength=1, maxLength=2048)},
         ["name", "role_arn"],
     ),
-    "Credentials": obj({**BASE, "name": s("ci-deployer"), "access_key_id": nullable(s("AKIAMOCKEXAMPLE00001")),
-                        "role_arn": nullable(s("arn:clouda:iam::123456789012:role/deployer")),
+    "Credentials": obj({**BASE, "name": s("ci-deployer"), "access_key_id": s("AKIAMOCKEXAMPLE00001"),
+                        "role_arn": s("arn:clouda:iam::123456789012:role/deployer"),
                         "object_type": enum(["AWS"])},
                        BASE_REQUIRED + ["name", "object_type"]),
-    "CredentialsList": results("Credentials"),
+    "CredentialsList": page_list("Credentials"),
     "WebhookRequest": obj(
         {"target_url": s("https://hooks.acme.example/deployments", pattern="^https?://", maxLength=2048),
          "events": arr(enum(WEBHOOK_EVENTS), minItems=1, uniqueItems=True), "enabled": boolean(True),
@@ -654,8 +657,8 @@ SCHEMAS = {
          "kind": enum(["STANDARD"]), "target_secret_set": boolean(True)},
         BASE_REQUIRED + ["target_url", "events", "enabled", "kind", "target_secret_set"],
     ),
-    "WebhookList": results("Webhook"),
-    "CommitList": results("Commit"),
+    "WebhookList": page_list("Webhook"),
+    "CommitList": page_list("Commit"),
     "Commit": COMMIT,
     "DatabaseBackup": obj({**BASE, "name": s("orders-db-2026-11-20"), "message": s("Daily backup"),
                            "status": ref("ServiceStatus")}, BASE_REQUIRED + ["name", "status"]),
@@ -672,5 +675,5 @@ SCHEMAS = {
          "status": enum(["VALIDATION_PENDING"])},
         BASE_REQUIRED + ["domain", "generate_certificate", "use_cdn", "validation_domain", "status"],
     ),
-    "CustomDomainList": results("CustomDomain"),
+    "CustomDomainList": page_list("CustomDomain"),
 }
