@@ -128,9 +128,10 @@ def checkout(rev):
 
 
 # ------------------------------------------------------------------ throughput
-# name -> extra options of `mockserver serve` (--variants): what CORS and the access log cost
+# name -> extra options of `mockserver serve` (--variants): what CORS, the access log and the allocator cost
 VARIANTS = {"mock-cors-off": ["--cors-origins", "off"], "mock-log-text": ["--access-log"],
-            "mock-log-json": ["--access-log", "--log-format", "json"]}
+            "mock-log-json": ["--access-log", "--log-format", "json"],
+            "mock-pymalloc": ["--allocator", "pymalloc"]}
 
 
 def servers(with_prism, baseline=None):

@@ -135,8 +135,9 @@ def helm_history_v2(ctx):
     entry = service(ctx, "helm")
     size = int(ctx.query.get("pageSize") or PAGE_SIZE)     # a number of records: 5.0 is 5; absent or null: 20
     number = ctx.query.get("page", 1)
-    items = ctx.rt.deployments.history(entry, ctx.now)
-    return {"page": number, "page_size": size, "results": items[(number - 1) * size: number * size]}
+    requests = ctx.rt.deployments.history(entry)[(number - 1) * size: number * size]
+    return {"page": number, "page_size": size,
+            "results": [ctx.rt.deployments.history_item(request, ctx.now) for request in requests]}
 
 
 def list_domains(ctx):

@@ -320,7 +320,9 @@ def status(ctx, kind):
 
 
 def history(ctx, kind):
-    return page(ctx, ctx.rt.deployments.history(service(ctx, kind), ctx.now), lambda item: item)
+    deployments = ctx.rt.deployments
+    return page(ctx, deployments.history(service(ctx, kind)),
+                lambda request: deployments.history_item(request, ctx.now))
 
 
 def action(verb):
