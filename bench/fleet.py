@@ -96,6 +96,9 @@ def current():
     return Version("after", f"after: the checkout, HEAD {head}{extra}", ROOT, False)
 
 
+SERVE_ENV = {}    # --serve-env: variables every server of the mix gets (e.g. MOCKSERVER_ALLOCATOR=pymalloc)
+
+
 def clean_env(**extra):
     """This environment without MOCKSERVER_* variables (the servers run at their defaults), plus `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MOCKSERVER_")}
@@ -119,7 +122,7 @@ def serve(version, tag):
     port = free_port()
     probe_file = RESULTS / f"fleet-{tag}.gc.raw"
     probe_file.unlink(missing_ok=True)
-    env = clean_env(PYTHONPATH=f"{PROBE}{os.pathsep}{version.path}", FLEET_GC_PROBE=str(probe_file))
+    env = clean_env(PYTHONPATH=f"{PROBE}{os.pathsep}{version.path}", FLEET_GC_PROBE=str(probe_file), **SERVE_ENV)
     log = open(RESULTS / f"fleet-{tag}.log.raw", "w")
     cmd = ["taskset", "-c", "0", PYTHON, "-m", "mockserver", "serve", "--port", str(port), "--rate-limit", run.RATE]
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=version.path, env=env)
@@ -362,7 +365,7 @@ def mix_markdown(report):
     weights = sum(fleet_load.OPS.values())
     lines = ["## mix: a CI fleet's traffic over HTTP", "",
              f"`mockserver serve --rate-limit {run.RATE}`, every other setting at its default (no MOCKSERVER_* "
-             "variables), pinned to CPU 0; the load generator (bench/fleet_load.py: one Python process, "
+             "variables" + "".join(f"; {pair}" for pair in args.get("serve_env", [])) + "), pinned to CPU 0; the load generator (bench/fleet_load.py: one Python process, "
              f"{args['clients']} keep-alive connections, HTTP/1.1 written by hand on uvloop) on CPU 1. Each run: "
              f"the sandboxes `fleet-0`.. made by one request each, {args['warmup']} s of warm-up, then "
              f"{args['seconds']} s timed; {args['runs']} run(s) per row, before and after alternating. Every request "
@@ -549,6 +552,8 @@ def parse():
     parser.add_argument("--max-rss-mib", type=float, default=None,
                         help="end a mix window early when the server's RSS passes this (default: 8192 or 60%% of "
                              "the available memory, whichever is less)")
+    parser.add_argument("--serve-env", action="append", default=[], metavar="NAME=VALUE",
+                        help="a variable for every server of the mix (repeatable), e.g. MOCKSERVER_ALLOCATOR=pymalloc")
     parser.add_argument("--out", default="fleet", help="name of the result files in bench/results/ (default fleet)")
     args = parser.parse_args()
     args.only = [part.strip() for part in args.only.split(",") if part.strip()]
@@ -556,6 +561,7 @@ def parse():
     if unknown:
         parser.error(f"unknown part(s) {', '.join(sorted(unknown))}: use mix, growth")
     args.sandboxes = [int(x) for x in args.sandboxes.split(",")]
+    SERVE_ENV.update(pair.split("=", 1) for pair in args.serve_env)
     args.sizes = [int(x) for x in args.sizes.split(",")]
     if args.max_rss_mib is None:
         args.max_rss_mib = min(8192.0, available_mib() * 0.6)
