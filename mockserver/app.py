@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from . import cors, faults, home, jsonbody, requestid
+from . import bodies, cors, faults, home, jsonbody, requestid
 from .accesslog import access_logger
 from .auth import authenticate, authorize
 from .control import control_app
@@ -261,7 +261,7 @@ class MockServer(Server):
                                   rt.default_org, rt.store.organizations.rows)
         call.reply_headers = rt.limiter.spend(call.token, now)
         authorize(call.token, operation.scope)
-        raw = await _read_body(receive, self.settings.max_body) if operation.body is not None else b""
+        raw = await bodies.read_asgi(receive, self.settings.max_body) if operation.body is not None else b""
         if scope["query_string"]:
             call.query = dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
         values = self.validate(call, params, raw)
@@ -397,21 +397,6 @@ async def _deliver_faulty(receive, send, status, headers, payload, wanted):
     except ConnectionAbortedError:
         log.warning("scenario fault %s needs a real connection; the reply was not sent", ", ".join(wanted))
         return b""
-
-
-async def _read_body(receive, limit):
-    chunks, size = [], 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise ApiError(400, "client disconnected before the body was read")
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise ApiError(413, f"request body is larger than {limit} bytes")
-        chunks.append(chunk)
-        if not message.get("more_body"):
-            return b"".join(chunks)
 
 
 def _parse_body(raw, content_type, operation):

@@ -1,4 +1,5 @@
-"""Request bodies of the control API, read no further than their bound.
+"""Request bodies, read no further than their bound: the API's (`read_asgi`, from the ASGI messages) and the
+control API's (`read`, from a Starlette request).
 
 A body past its bound is refused as soon as the bound is crossed: it is never buffered whole.
 JSON bodies are bounded by `--max-body` (a 413, as on the API); a scenario document by the bound
@@ -23,6 +24,22 @@ async def read(request, limit, problem=None, status=413):
     except ClientDisconnect:                 # gone, or cut off by --body-timeout: nobody reads the answer
         raise ApiError(400, "client disconnected before the body was read") from None
     return b"".join(chunks)
+
+
+async def read_asgi(receive, limit):
+    """The whole body from ASGI `receive`, or ApiError(413) once it passes `limit` bytes."""
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ApiError(400, "client disconnected before the body was read")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(413, f"request body is larger than {limit} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(chunks)
 
 
 async def scenario_text(request):

@@ -31,7 +31,7 @@ from urllib.parse import parse_qsl
 import httpx
 import orjson
 
-from . import drift, har, requestid
+from . import bodies, drift, har, requestid
 from .errors import ApiError
 from .harvest import Harvest
 from .journal import REDACTED, SECRET_FIELDS, redact_authorization
@@ -93,7 +93,7 @@ class Recorder:
         headers = [(name.decode("latin-1").lower(), value.decode("latin-1")) for name, value in scope["headers"]]
         body = b""
         try:
-            body = await _read_body(receive, self.settings.max_body)
+            body = await bodies.read_asgi(receive, self.settings.max_body)
             status, sent_headers, raw = await self._exchange(method, scope, headers, body)
             findings = None
         except ApiError as error:                # the mock's own reply: the upstream could not be asked
@@ -286,21 +286,6 @@ def _json(raw):
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
         return drift.NOT_JSON
-
-
-async def _read_body(receive, limit):
-    chunks, size = [], 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise ApiError(400, "client disconnected before the body was read")
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise ApiError(413, f"request body is larger than {limit} bytes")
-        chunks.append(chunk)
-        if not message.get("more_body"):
-            return b"".join(chunks)
 
 
 def _write(path, data):
