@@ -19,6 +19,8 @@ Paths are JSON paths from the body's root `$`. Findings name keys and kinds, nev
 
 import re
 
+import orjson
+
 from .errors import ApiError
 from .spec import check_path
 
@@ -173,6 +175,16 @@ def exchange(spec, method, path, query, body, status, headers, reply):
 
 
 NOT_JSON = object()
+
+
+def parse_json(raw):
+    """A body's bytes as JSON: the value, NOT_JSON when they are not JSON, None when there are none."""
+    if not raw or not raw.strip():
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return NOT_JSON
 
 
 def _request_errors(operation, params, query, body):

@@ -40,7 +40,7 @@ import httpx
 import orjson
 
 from . import __version__, drift, flows
-from .drift import NOT_JSON, finding
+from .drift import NOT_JSON, finding, parse_json
 from .errors import ApiError
 from .parity_report import AllowError, build, junit, load_allow, markdown, public, summary, to_json
 
@@ -189,7 +189,7 @@ class Side:
                 continue
             self.requests += 1
             reply = Reply(response.status_code, {k.lower(): v for k, v in response.headers.items()},
-                          _parse(response.content), time.perf_counter() - started)
+                          parse_json(response.content), time.perf_counter() - started)
             if self.pacer is None or self.pacer.after(reply) is None:
                 return reply
         raise Stop(f"the {self.name} kept answering 429")
@@ -227,15 +227,6 @@ class Side:
         if ident in self.created and ident not in self.ids:
             raise Missing(ident, f"the id {ident} that a recorded create made")
         return self.ids.get(ident, ident)
-
-
-def _parse(content):
-    if not content or not content.strip():
-        return None
-    try:
-        return orjson.loads(content)
-    except orjson.JSONDecodeError:
-        return NOT_JSON
 
 
 # ---------------------------------------------------------------- comparing two replies

@@ -218,7 +218,7 @@ class Exchange:
         return {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in self.raw_headers}
 
     def request_json(self):
-        return _json(self.body)
+        return drift.parse_json(self.body)
 
     def decoded(self):
         """The reply body without its content encoding (None when it cannot be decoded here)."""
@@ -230,7 +230,7 @@ class Exchange:
 
     def reply_json(self):
         decoded = self.decoded()
-        return drift.NOT_JSON if decoded is None else _json(decoded)
+        return drift.NOT_JSON if decoded is None else drift.parse_json(decoded)
 
     def request_id(self):
         sent = self.reply_headers().get("x-request-id") or dict(self.headers).get("x-request-id")
@@ -277,15 +277,6 @@ def mask(value, secret=False):
     if isinstance(value, list):
         return [mask(item, secret) for item in value]
     return value
-
-
-def _json(raw):
-    if not raw or not raw.strip():
-        return None
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return drift.NOT_JSON
 
 
 def _write(path, data):
