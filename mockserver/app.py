@@ -31,7 +31,6 @@ from .record import Recorder
 from .runtime import Context
 from .sandboxes import DEFAULT, choose
 from .server import Server
-from .spec import check_path
 
 log = logging.getLogger("mockserver")
 JSON = [(b"content-type", b"application/json")]
@@ -243,7 +242,9 @@ class MockServer(Server):
         try:
             if call.faults:                     # the reply leaves as the rule's network fault says (faults.py)
                 payload = await _deliver_faulty(receive, send, status, out, payload, call.faults)
-            else:
+            else:                               # a whole body of known length: Content-Length, not chunks
+                if payload:
+                    out.append((b"content-length", b"%d" % len(payload)))
                 await send({"type": "http.response.start", "status": status, "headers": out})
                 await send({"type": "http.response.body", "body": payload})
         finally:                                # journaled even when the client went away meanwhile
@@ -253,7 +254,7 @@ class MockServer(Server):
     async def answer(self, rt, call, scope, receive):
         """Route, pump the clock, authenticate, spend the rate limit, authorize, validate, apply the scenario
         rule that matches, and run the handler: its result, or an ApiError (or Dropped)."""
-        call.operation, params = self.spec.match(call.method, call.path)
+        call.operation, params, path_errors = self.spec.resolve(call.method, call.path)
         operation = call.operation
         rt.pump()
         now = rt.clock.now()
@@ -264,7 +265,7 @@ class MockServer(Server):
         raw = await bodies.read_asgi(receive, self.settings.max_body) if operation.body is not None else b""
         if scope["query_string"]:
             call.query = dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
-        values = self.validate(call, params, raw)
+        values = self.validate(call, path_errors, raw)
         effects, fired = {}, None
         if rt.scenarios.active:
             fired = rt.scenarios.evaluate(operation, call.method, call.path, call.token, call.headers, call.body,
@@ -278,11 +279,10 @@ class MockServer(Server):
         return HANDLERS[operation.operation_id](ctx)
 
     @staticmethod
-    def validate(call, params, raw):
-        """Path ids, query and body against the document: the typed query values, or a 400 naming every
-        violation (a 415 for a body that is not JSON)."""
+    def validate(call, errors, raw):
+        """Query and body against the document (`errors`: the path's, already found): the typed query values,
+        or a 400 naming every violation (a 415 for a body that is not JSON)."""
         operation = call.operation
-        errors = check_path(params)
         values, query_errors = operation.check_query(call.query)
         call.body = _parse_body(raw, call.content_type, operation)
         if operation.operation_id in PRECHECKS:
@@ -337,8 +337,12 @@ class MockServer(Server):
             error = ApiError(405, f"method {scope['method']} is not allowed on /", headers={"Allow": "GET"})
             await _send(send, 405, error.render(), JSON + [(b"allow", b"GET")])
             return
-        headers = {key.decode(): value.decode("latin-1") for key, value in scope["headers"] if key in (b"host", b"accept")}
-        base = f"{scope.get('scheme', 'http')}://{headers.get('host') or 'localhost'}{prefix}"
+        headers = {key.decode(): value.decode("latin-1") for key, value in scope["headers"]
+                   if key in (b"host", b"accept", b"x-forwarded-proto", b"x-forwarded-host")}
+        forwarded = headers.get("x-forwarded-proto", "").split(",")[0].strip().lower()   # behind a proxy: its links
+        scheme = forwarded if forwarded in ("http", "https") else scope.get("scheme", "http")
+        host = headers.get("x-forwarded-host", "").split(",")[0].strip() or headers.get("host") or "localhost"
+        base = f"{scheme}://{host}{prefix}"
         tokens, org, _ = self.start_auth
         page = home.document(base, prefix, None if name == DEFAULT else name, tokens, org,
                              reveal=not self.settings.control_token)

@@ -527,11 +527,13 @@ def serve(settings):
     from .collector import Collector
     server.collector = Collector()            # collections walk only what is young (collector.py)
     server.collector.install()
-    # a recording proxy sends the upstream's headers as they came: no Date or Server header of its own
+    server.shared.settle = server.collector.settle
+    # no Server header (the platform names no server); a recording proxy sends the upstream's headers as they
+    # came: no Date header of its own either. Proxy headers are not read: only `/` uses a forwarded scheme/host
     config = uvicorn.Config(server, host=settings.host, port=settings.port, log_level=settings.log_level,
                             access_log=False, lifespan="on", http=guarded_protocol(settings), ws="none",
-                            loop="uvloop", timeout_graceful_shutdown=settings.shutdown_timeout,
-                            server_header=not settings.upstream, date_header=not settings.upstream)
+                            loop="uvloop", timeout_graceful_shutdown=settings.shutdown_timeout, proxy_headers=False,
+                            server_header=False, date_header=not settings.upstream)
     print("\n".join(start_lines(settings, server, listener.getsockname()[1])), file=sys.stderr, flush=True)
     for number in (signal.SIGINT, signal.SIGTERM):
         # uvicorn stops gracefully on these, then sends the signal again to whatever handled it before:

@@ -6,7 +6,9 @@ worlds: they hold no reference cycle (runtime.py), so a retired world is freed b
 the moment the last reference goes. So, once a second, the young generations are collected (that
 frees the young cycles other code makes, in proportion to what is young) and every survivor is moved
 to the permanent generation (`gc.freeze()`, which costs nothing), where collections no longer walk it.
-A collection then only ever walks what is younger than a second. Frozen objects are still freed as
+The same is done right after a world is read back (`settle`, called by world.thaw), so that a burst of
+new sandboxes never piles up young objects. A collection then only ever walks what is younger than a
+second and newer than the last world made. Frozen objects are still freed as
 soon as nothing refers to them; only a cycle formed among objects older than a second would wait,
 and the bench (bench/fleet.py) and tests/test_fleet_memory.py check that serving leaves none.
 
@@ -85,6 +87,15 @@ class Collector:
             self.last_trim = now
             if self._trim is not None:
                 self._trim(0)
+
+    def settle(self):
+        """A world was just read back (thousands of objects at once): collect what is young now and freeze
+        it, so that no later collection walks the new world. Without it, a burst of new sandboxes (hundreds
+        made or woken within a second) piles their objects into the young generations, and the next
+        collection of generation 1 walks them all: a pause of 100 ms at 500 sandboxes."""
+        gc.collect(1)
+        gc.freeze()
+        self.last_freeze = self.clock()
 
     def release(self):
         """Much memory was let go: hand free pages back to the system at the next chance."""

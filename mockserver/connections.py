@@ -69,6 +69,7 @@ class GuardedProtocol(HttpToolsProtocol):
         self.expired = None      # ... and what is done then
         self.in_head = True      # waiting for, or reading, a request line and headers
         self.head_bytes = 0      # bytes received of them
+        self.fed = 0             # bytes of the chunk being parsed
         self.waiting_since = self.loop.time()
         self.answered = False    # a reply was written here; the connection lingers, then closes
         self.discarded = 0
@@ -112,8 +113,9 @@ class GuardedProtocol(HttpToolsProtocol):
                 self.transport.close()
             return
         self._unset_keepalive_if_required()
+        self.fed = len(data)
         if self.in_head:
-            self.head_bytes += len(data)
+            self.head_bytes += self.fed
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -132,20 +134,22 @@ class GuardedProtocol(HttpToolsProtocol):
             self._arm(self.limits.header_timeout, self._head_too_slow)
 
     def on_headers_complete(self):
-        self._disarm()
         self.in_head = False
-        if self._head_size() > self.limits.max_header_size:
+        # this head came in the bytes counted since the last request ended plus the chunk being parsed:
+        # only when those could hold more than the limit is it measured (pipelined requests share a chunk)
+        if self.head_bytes + self.fed > self.limits.max_header_size and self._head_size() > self.limits.max_header_size:
+            self._disarm()
             self._too_large()
             raise _Answered()
         super().on_headers_complete()
-        self._arm(self.limits.body_timeout, self._body_too_slow)
+        self.deadline, self.expired = self.loop.time() + self.limits.body_timeout, self._body_too_slow
 
     def _head_size(self):
-        """The request line and headers' size (pipelined requests share the bytes counted as they came)."""
+        """The request line and headers' size."""
         return len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers)
 
     def on_message_complete(self):
-        self._disarm()
+        self.deadline = None
         super().on_message_complete()
         self.in_head, self.head_bytes = True, 0
 

@@ -17,6 +17,7 @@ from .errors import ApiError
 from .validation import UUID, Validator, coerce, to_json_schema
 
 DOCUMENT = Path(__file__).with_name("openapi") / "openapi.yaml"
+RESOLVED = 4096                 # (method, path) pairs remembered by Spec.resolve
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -71,6 +72,7 @@ class Spec:
         self.path = None
         self._validators = {}
         self._root = _Node()
+        self._resolved = {}             # (method, path) -> (operation, path values, their errors): see resolve
         for template, item in document["paths"].items():
             for method, raw in item.items():
                 if method in ("parameters", "summary", "description", "servers"):
@@ -159,6 +161,18 @@ class Spec:
             raise ApiError(405, f"method {method} is not allowed on {path}; allowed: {allow}; did you mean {ids}?",
                            headers={"Allow": allow})
         return operation, dict(zip(operation.params, values))
+
+    def resolve(self, method, path):
+        """`match` and `check_path` of a request, remembered per (method, path): a client polling one path
+        pays for a lookup. The path values come as a new dict each time (handlers may keep them)."""
+        key = (method, path)
+        known = self._resolved.get(key)
+        if known is None:
+            operation, params = self.match(method, path)
+            if len(self._resolved) >= RESOLVED:   # bounded: paths full of fresh ids do not grow it without end
+                self._resolved.clear()
+            known = self._resolved[key] = (operation, params, check_path(params))
+        return known[0], dict(known[1]), list(known[2])
 
     def closest_paths(self, path, limit=3):
         """The documented path templates nearest to a path no route answers (ids compared as ids)."""

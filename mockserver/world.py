@@ -33,6 +33,9 @@ class Shared:
             self.by_key[f"op:{operation_id}"] = operation
         self.by_id = {id(obj): key for key, obj in self.by_key.items()}
         self.plain = {}                         # class -> rebuilt attribute by attribute (see set_attributes)
+        # called after every world read back (made, woken, reset, restored): the serving process's collector
+        # sets it so that the thousands of objects of a new world are never walked by a collection (collector.py)
+        self.settle = _nothing
         self.dispatch = copyreg.dispatch_table.copy()
         for obj in self.by_key.values():
             self.dispatch[type(obj)] = self.reduce
@@ -42,6 +45,10 @@ class Shared:
         if key is None:                         # an object of the same class that is not shared: by value
             return obj.__reduce_ex__(PROTOCOL)
         return shared, (key,)
+
+
+def _nothing():
+    pass
 
 
 def shared(key):
@@ -127,8 +134,10 @@ def freeze(rt, shared, journal=True):
 
 
 def thaw(data, shared):
-    """An independent runtime from `freeze`'s bytes."""
-    return loads(data, shared)
+    """An independent runtime from `freeze`'s bytes (then `shared.settle()`: see Shared)."""
+    rt = loads(data, shared)
+    shared.settle()
+    return rt
 
 
 class Snapshot:

@@ -58,6 +58,15 @@ def test_the_home_page_links_to_the_inspector_the_documents_and_the_quick_start(
     assert refused.status_code == 405 and refused.json()["status"] == 405 and refused.headers["allow"] == "GET"
 
 
+def test_behind_a_proxy_the_home_page_suggests_the_address_the_client_used(client):
+    """The mock reads no proxy headers anywhere else; the home page's quick start names the scheme and host
+    a proxy says the client used (only http or https; anything else falls back to the request's own)."""
+    page = client.get("/", headers={"X-Forwarded-Proto": "https", "X-Forwarded-Host": "mock.ci.example:8443"}).json()
+    assert page["quick_start"]["try"][0].endswith("https://mock.ci.example:8443/organization")
+    odd = client.get("/", headers={"X-Forwarded-Proto": "javascript", "Host": "mock"}).json()
+    assert odd["quick_start"]["try"][0].endswith(" http://mock/organization")
+
+
 def test_the_home_page_hides_the_tokens_of_a_mock_with_a_control_token(live_server):
     server = live_server("--control-token", "ctl-secret-1")
     page = httpx.get(f"{server.url}/", timeout=10).json()

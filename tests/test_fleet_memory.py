@@ -318,3 +318,33 @@ def test_serve_keeps_pythons_allocator_when_asked(live_server, monkeypatch):
     monkeypatch.delenv("PYTHONMALLOC", raising=False)
     server = live_server("--clock", "manual", "--allocator", "pymalloc")
     assert b"PYTHONMALLOC" not in _environment_of(server.process.pid)
+
+
+# ---------------------------------------------------------------- the collector and new worlds
+def test_every_world_read_back_is_settled_by_the_collector(make_server):
+    """Made, woken, reset or restored: each world read back calls `settle`, so that a burst of new sandboxes
+    never piles its objects into the young generations."""
+    server = make_server(sleep_after=30)
+    settled = []
+    server.shared.settle = lambda: settled.append(1)
+    box = server.sandboxes.create("burst-1")
+    assert len(settled) == 1                                  # made (a copy of the start world)
+    assert box.sleep() and box.rt is not None
+    assert len(settled) == 2                                  # woken
+    server.reset_sandbox(box)
+    assert len(settled) == 3                                  # reset
+
+
+def test_settling_leaves_no_young_objects_for_a_later_collection_to_walk():
+    from mockserver.collector import Collector
+    collector = Collector()
+    gc.collect()
+    frozen = gc.get_freeze_count()
+    try:
+        world = [{"id": n, "tags": [n, str(n)]} for n in range(20_000)]   # a burst of young, live objects
+        collector.settle()
+        young = gc.get_objects(generation=0) + gc.get_objects(generation=1)
+        assert not any(item is world for item in young)                     # the burst is out of reach
+        assert gc.get_freeze_count() >= frozen + 40_000                     # its dicts and lists were frozen
+    finally:
+        gc.unfreeze()

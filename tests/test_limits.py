@@ -112,6 +112,33 @@ def test_headers_past_the_bound_are_a_431_in_the_error_body(live_server):
     assert fits.status_code == 200
 
 
+def test_a_large_head_behind_a_small_one_in_the_same_packet_is_still_a_431(live_server):
+    """Pipelined: the second request's head arrives in the bytes of the first, so the bytes counted for the
+    connection say little; its own size is measured."""
+    mock = live_server("--max-header-size", "8k")
+    sock = connect(mock)
+    small = b"GET /organization HTTP/1.1\r\nHost: mock\r\nAuthorization: Token mock-admin-token\r\n\r\n"
+    large = (b"GET /organization HTTP/1.1\r\nHost: mock\r\nAuthorization: Token mock-admin-token\r\n"
+             b"X-Big: " + b"a" * 9000 + b"\r\n\r\n")
+    sock.sendall(small + large)
+    raw = read_reply(sock)
+    assert b"HTTP/1.1 431" in raw and b"--max-header-size" in raw and b"connection: close" in raw.lower()
+
+
+def test_replies_carry_their_length_and_no_server_name(live_server):
+    """A reply's body has a Content-Length (not chunks); the mock does not name the server it runs on."""
+    mock = live_server()
+    sock = connect(mock)
+    sock.sendall(b"GET /organization HTTP/1.1\r\nHost: mock\r\nAuthorization: Token mock-admin-token\r\n"
+                 b"Connection: close\r\n\r\n")
+    raw = read_reply(sock)
+    head, _, body = raw.partition(b"\r\n\r\n")
+    headers = dict(line.split(b": ", 1) for line in head.split(b"\r\n")[1:])
+    assert int(headers[b"content-length"]) == len(body) and orjson.loads(body)["results"]
+    assert b"transfer-encoding" not in headers and b"server" not in headers
+    assert b"date" in headers and b"x-ratelimit-remaining" in headers
+
+
 def test_a_64_mib_header_is_refused_before_it_is_held_and_never_journaled(live_server):
     mock = live_server()
     sock = connect(mock)

@@ -202,3 +202,30 @@ def test_environments_route_rejects_bad_body_without_creating(client):
     before = client.get(ENVIRONMENTS).json()["results"]
     assert_error(client.post(ENVIRONMENTS, json={"name": ""}), 400)
     assert client.get(ENVIRONMENTS).json()["results"] == before
+
+
+# ---------------------------------------------------------------- routing remembered per path
+def test_a_resolved_path_is_remembered_and_each_caller_gets_its_own_values(server):
+    spec = server.spec
+    path = f"/project/{PROJECT}/environment"
+    first_op, first_values, first_errors = spec.resolve("GET", path)
+    first_values["project_id"] = "changed by a handler"
+    first_errors.append(("path.x", "added by a caller"))
+    again_op, again_values, again_errors = spec.resolve("GET", path)
+    assert again_op is first_op and again_values == {"project_id": PROJECT} and again_errors == []
+    bad_op, _, bad_errors = spec.resolve("GET", "/project/not-a-uuid/environment")
+    assert bad_op is first_op and bad_errors == [("path.project_id", "'not-a-uuid' is not a valid uuid")]
+
+
+def test_the_remembered_paths_are_bounded_and_unknown_paths_are_not_kept(server, monkeypatch):
+    from mockserver import spec as spec_module
+    monkeypatch.setattr(spec_module, "RESOLVED", 8)
+    spec = server.spec
+    spec._resolved.clear()
+    for n in range(20):
+        spec.resolve("GET", f"/project/{n:08d}-0000-4000-8000-000000000000/environment")
+    assert 0 < len(spec._resolved) <= 8
+    with pytest.raises(Exception):
+        spec.resolve("GET", "/no/such/path")
+    assert ("GET", "/no/such/path") not in spec._resolved
+
