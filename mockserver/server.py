@@ -109,6 +109,7 @@ class Server:
         while self.graveyard and time.perf_counter() - started < budget:
             self.graveyard.popleft()
         if freed and not self.graveyard and self.collector is not None:
+            self.spec.forget_paths()
             self.collector.release()
 
     def drop_snapshots(self, sandbox, private_only=False):

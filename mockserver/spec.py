@@ -17,7 +17,7 @@ from .errors import ApiError
 from .validation import UUID, Validator, coerce, to_json_schema
 
 DOCUMENT = Path(__file__).with_name("openapi") / "openapi.yaml"
-RESOLVED = 4096                 # (method, path) pairs remembered by Spec.resolve
+RESOLVED = 512                  # (method, path) pairs remembered by Spec.resolve (see forget_paths)
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -173,6 +173,11 @@ class Spec:
                 self._resolved.clear()
             known = self._resolved[key] = (operation, params, check_path(params))
         return known[0], dict(known[1]), list(known[2])
+
+    def forget_paths(self):
+        """Forget the remembered paths (their worlds are gone): small objects kept alive from all over a run
+        pin the pages they sit on, so memory freed around them could not go back to the system."""
+        self._resolved.clear()
 
     def closest_paths(self, path, limit=3):
         """The documented path templates nearest to a path no route answers (ids compared as ids)."""

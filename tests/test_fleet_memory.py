@@ -348,3 +348,19 @@ def test_settling_leaves_no_young_objects_for_a_later_collection_to_walk():
         assert gc.get_freeze_count() >= frozen + 40_000                     # its dicts and lists were frozen
     finally:
         gc.unfreeze()
+
+
+def test_when_the_last_retired_world_is_freed_memory_is_handed_back_and_paths_forgotten(make_server):
+    """The hand-back (malloc_trim) waits for the last retired world, and the paths remembered for routing go
+    too: small objects kept from all over a run pin the pages around them (measured: 146 -> 106 MiB RSS
+    5 s after deleting 50 busy sandboxes)."""
+    server = make_server()
+    released = []
+    server.collector = type("Probe", (), {"release": lambda self: released.append(1)})()
+    with TestClient(server, base_url="http://mock", headers={**ADMIN, "X-Mock-Sandbox": "gone-soon"}) as client:
+        assert client.get(f"/application/{APP}/status").status_code == 200
+    assert server.spec._resolved
+    server.sandboxes.delete("gone-soon")
+    while server.graveyard:
+        server.bury()
+    assert released and not server.spec._resolved
