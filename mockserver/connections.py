@@ -142,14 +142,14 @@ class GuardedProtocol(HttpToolsProtocol):
             self._too_large()
             raise _Answered()
         super().on_headers_complete()
-        self.deadline, self.expired = self.loop.time() + self.limits.body_timeout, self._body_too_slow
+        self._arm(self.limits.body_timeout, self._body_too_slow)
 
     def _head_size(self):
         """The request line and headers' size."""
         return len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers)
 
     def on_message_complete(self):
-        self.deadline = None
+        self._disarm()
         super().on_message_complete()
         self.in_head, self.head_bytes = True, 0
 

@@ -22,7 +22,6 @@ import re
 import orjson
 
 from .errors import ApiError
-from .spec import check_path
 
 UUID_TEXT = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$", re.IGNORECASE)
@@ -154,11 +153,11 @@ def exchange(spec, method, path, query, body, status, headers, reply):
     """Findings of one forwarded exchange against the document. `body` and `reply` are parsed JSON (or
     `NOT_JSON` when the bytes were not JSON, None when there were none); `headers` the reply's, lower-case."""
     try:
-        operation, params = spec.match(method, path)
+        operation, _, path_errors = spec.resolve(method, path)
     except ApiError as error:
         return [finding("route", "request", f"the document has no {method} {path}: the mock answers {error.status}")]
-    out = [finding("request", location, message) for location, message in _request_errors(operation, params, query,
-                                                                                            body)]
+    out = [finding("request", location, message) for location, message in _request_errors(operation, path_errors,
+                                                                                            query, body)]
     if status not in operation.responses:
         declared = ", ".join(str(code) for code in sorted(operation.responses))
         return out + [finding("status", "status", f"{status} is not a status the document declares for "
@@ -187,8 +186,8 @@ def parse_json(raw):
         return NOT_JSON
 
 
-def _request_errors(operation, params, query, body):
-    errors = check_path(params) + operation.check_query(query)[1]
+def _request_errors(operation, path_errors, query, body):
+    errors = path_errors + operation.check_query(query)[1]
     if operation.body is not None and body is not None and body is not NOT_JSON:
         errors += operation.body.errors(body, "body")
     elif body is NOT_JSON:

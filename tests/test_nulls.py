@@ -10,16 +10,10 @@ field. The document itself declares nullable only the fields the spec writes "or
 from starlette.testclient import TestClient
 
 from conftest import ADMIN
-from test_examples_reach import METHODS, example_request
+from test_examples_reach import METHODS, example_request, resolve
 
 # the response fields the spec types "string or null" / "boolean or null" (variables, secrets, references)
 SPEC_OR_NULL = {"value", "description", "enable_interpolation_in_file"}
-
-
-def resolve(schema, components):
-    while "$ref" in schema:
-        schema = components[schema["$ref"].rsplit("/", 1)[-1]]
-    return schema
 
 
 def branches(schema, components):
