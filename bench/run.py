@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import tempfile
@@ -58,8 +59,16 @@ def call(port, method, path, body=None, headers=TOKEN, timeout=60):
         conn.close()
 
 
+def port_is_free(port):
+    """Nothing listens on 127.0.0.1:port (else the figures would be another server's)."""
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) != 0
+
+
 def start(cmd, port, log, cwd=ROOT, env=None):
     """Start a server on CPU 0; return (process, seconds from start to the first answered request)."""
+    if not port_is_free(port):
+        sys.exit(f"port {port} is already in use: stop what listens there or pass --port")
     began = time.perf_counter()
     proc = subprocess.Popen(["taskset", "-c", "0", *cmd], stdout=log, stderr=log, cwd=cwd, env=env)
     while time.perf_counter() - began < 120:

@@ -111,3 +111,13 @@ class Runtime:
         now = self.clock.now()
         self.lifecycle.pump(now)
         self.webhooks.pump(now)
+
+    def falls_due(self):
+        """Whether pump() has anything to do now: a deployment step or a webhook attempt that fell due. The
+        background loop asks every awake world 20 times a second; with hundreds of sandboxes the two
+        pumps, called for nothing, were most of its time."""
+        due, pending = self.lifecycle.due, self.webhooks.pending
+        if not (due or pending):
+            return False
+        now = self.clock.now()
+        return bool(due and due[0][0] <= now or pending and pending[0][0] <= now)

@@ -181,8 +181,8 @@ class Server:
         self.bury()
         for box in self.sandboxes.awake():
             rt = box.rt
-            if not (rt.lifecycle.active or rt.webhooks.pending):
-                continue                        # idle: nothing can fall due
+            if not rt.falls_due():
+                continue                        # nothing has fallen due (idle worlds included)
             try:
                 rt.pump()
             except Exception:                   # keep the loop alive; the error is a bug to see in the log

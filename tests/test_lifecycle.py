@@ -521,3 +521,22 @@ def test_real_clock_speed_4_finishes_within_about_3_seconds(live_server):
     elapsed, seen = _deploy_and_poll(server, 15)
     assert elapsed < 3.5
     assert set(seen) - {"DEPLOYED"}
+
+
+def test_the_background_loop_pumps_a_world_only_once_something_fell_due(server, client):
+    """A deployment under way: the loop leaves the world alone until its next step's time, then takes it."""
+    assert client.post(f"/application/{APP}/deploy", json={}).status_code == 202
+    rt = server.sandboxes.get_quietly("default").rt
+    pumped, pump = [], rt.pump
+    rt.pump = lambda: (pumped.append(rt.clock.now()), pump())
+    try:
+        server.upkeep()
+        assert pumped == [] and not rt.falls_due()            # the next step is still to come
+        step = min(at for at, *_ in rt.lifecycle.due)
+        rt.clock.advance(step - rt.clock.now())               # the clock alone: no request pumps the world
+        assert rt.falls_due()
+        server.upkeep()
+        assert pumped == [step] and not rt.falls_due()        # taken once, and nothing due is left behind
+        assert all(at > step for at, *_ in rt.lifecycle.due)
+    finally:
+        del rt.pump
