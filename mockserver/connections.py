@@ -71,7 +71,8 @@ class GuardedProtocol(HttpToolsProtocol):
         self.head_bytes = 0      # bytes received of them
         self.fed = 0             # bytes of the chunk being parsed
         self.waiting_since = self.loop.time()
-        self.answered = False    # a reply was written here; the connection lingers, then closes
+        self.answered = False    # a reply was written here (or is due); the connection lingers, then closes
+        self.refusal = None      # (status, message) of a reply due once the request before it is answered
         self.discarded = 0
 
     # ------------------------------------------------------------ the connection
@@ -156,6 +157,8 @@ class GuardedProtocol(HttpToolsProtocol):
     def on_response_complete(self):
         super().on_response_complete()
         self.waiting_since = self.loop.time()
+        if self.refusal is not None:             # a request behind this one was refused: its reply comes now
+            self._answer(*self.refusal)
 
     # ------------------------------------------------------------ timeouts and replies
     def _arm(self, seconds, callback):
@@ -200,12 +203,19 @@ class GuardedProtocol(HttpToolsProtocol):
                           "headers (--body-timeout)")
 
     def _too_large(self):
-        self._answer(431, f"the request line and headers are larger than {self.limits.max_header_size} bytes "
-                          "(--max-header-size)")
+        message = (f"the request line and headers are larger than {self.limits.max_header_size} bytes "
+                   "(--max-header-size)")
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete and not cycle.disconnected:
+            # pipelined behind a request still being answered: replies go in the order of the requests, so
+            # that one's first, then this 431 (on_response_complete); nothing more is read meanwhile
+            self.answered, self.refusal = True, (431, message)
+            return
+        self._answer(431, message)
 
     def _answer(self, status, message, extra=()):
         """Write the error reply, tell a request in progress that its client is gone, then linger and close."""
-        self.answered = True
+        self.answered, self.refusal = True, None
         self._disarm()
         cycle = self.cycle
         if cycle is not None and not cycle.response_complete:

@@ -123,6 +123,31 @@ def test_a_large_head_behind_a_small_one_in_the_same_packet_is_still_a_431(live_
     sock.sendall(small + large)
     raw = read_reply(sock)
     assert b"HTTP/1.1 431" in raw and b"--max-header-size" in raw and b"connection: close" in raw.lower()
+    # replies in the order of the requests: the small one's answer first, whole, then the 431
+    first, _, rest = raw.partition(b"\r\n\r\n")
+    assert first.startswith(b"HTTP/1.1 200"), raw[:200]
+    length = int(dict(line.split(b": ", 1) for line in first.split(b"\r\n")[1:])[b"content-length"])
+    assert orjson.loads(rest[:length])["results"]
+    assert rest[length:].startswith(b"HTTP/1.1 431")
+
+
+def test_a_large_head_sent_while_the_request_before_it_is_answered_waits_for_that_answer(live_server):
+    """The request before is slow (a scenario's latency); the oversize head behind it arrives meanwhile, in a
+    packet of its own: the slow reply still comes, whole, and then the 431."""
+    mock = live_server("--max-header-size", "8k")
+    rule = {"name": "slow", "rules": [{"name": "wait", "match": {"method": "GET", "path": "/organization"},
+                                       "effect": {"latency_ms": 600}}]}
+    assert httpx.put(mock.url + "/_mock/scenarios/slow", json=rule, headers=ADMIN).status_code in (200, 201)
+    sock = connect(mock)
+    sock.sendall(b"GET /organization HTTP/1.1\r\nHost: mock\r\nAuthorization: Token mock-admin-token\r\n\r\n")
+    time.sleep(0.2)                                               # being answered now
+    sock.sendall(b"GET /organization HTTP/1.1\r\nHost: mock\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n")
+    raw = read_reply(sock)
+    first, _, rest = raw.partition(b"\r\n\r\n")
+    assert first.startswith(b"HTTP/1.1 200"), raw[:200]
+    length = int(dict(line.split(b": ", 1) for line in first.split(b"\r\n")[1:])[b"content-length"])
+    assert orjson.loads(rest[:length])["results"]
+    assert rest[length:].startswith(b"HTTP/1.1 431") and b"connection: close" in rest[length:].lower()
 
 
 def test_replies_carry_their_length_and_no_server_name(live_server):
