@@ -115,7 +115,7 @@ class Runtime:
     def falls_due(self):
         """Whether pump() has anything to do now: a deployment step or a webhook attempt that fell due. The
         background loop asks every awake world 20 times a second; with hundreds of sandboxes the two
-        pumps, called for nothing, were most of its time."""
+        pumps, called for nothing, were a good part of its time."""
         due, pending = self.lifecycle.due, self.webhooks.pending
         if not (due or pending):
             return False
