@@ -81,9 +81,7 @@ class Collector:
         """Called by the server's background loop (every 50 ms): cheap unless a second has passed."""
         now = self.clock()
         if now - self.last_freeze >= FREEZE_EVERY:
-            self.last_freeze = now
-            gc.collect(1)
-            gc.freeze()
+            self.settle()
         if self.trim_wanted and now - self.last_trim >= TRIM_EVERY:
             self.trim_wanted = False
             self.last_trim = now
@@ -91,10 +89,11 @@ class Collector:
                 self._trim(0)
 
     def settle(self):
-        """A world was just read back (thousands of objects at once): collect what is young now and freeze
-        it, so that no later collection walks the new world. Without it, a burst of new sandboxes (hundreds
-        made or woken within a second) piles their objects into the young generations, and the next
-        collection of generation 1 walks them all: a pause of 100 ms at 500 sandboxes."""
+        """Collect what is young now and freeze the survivors: once a second (tick), and at once when a world
+        was just read back (thousands of objects), so that no later collection walks the new world. Without
+        it, a burst of new sandboxes (hundreds made or woken within a second) piles their objects into the
+        young generations, and the next collection of generation 1 walks them all: a pause of 100 ms at 500
+        sandboxes."""
         gc.collect(1)
         gc.freeze()
         self.last_freeze = self.clock()

@@ -207,7 +207,7 @@ class Sandboxes:
 
     def awake(self):
         """The sandboxes whose world is in memory (the background loop looks only at these)."""
-        return [box for box in self.live.values() if box._rt is not None]     # not asleep (the property, inlined)
+        return [box for box in self.live.values() if not box.asleep]
 
     def __iter__(self):
         return iter(list(self.live.values()))

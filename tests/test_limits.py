@@ -44,6 +44,15 @@ def status_and_body(raw):
     return status, orjson.loads(body) if body else None
 
 
+def after_the_answer_before(raw):
+    """What follows a whole 200 reply with a list at the start of `raw` (asserted)."""
+    first, _, rest = raw.partition(b"\r\n\r\n")
+    assert first.startswith(b"HTTP/1.1 200"), raw[:200]
+    length = int(dict(line.split(b": ", 1) for line in first.split(b"\r\n")[1:])[b"content-length"])
+    assert orjson.loads(rest[:length])["results"]
+    return rest[length:]
+
+
 def assert_closed_with(raw, status):
     """The reply is the spec's error body with `status`, and the connection was closed after it."""
     got, body = status_and_body(raw)
@@ -123,12 +132,7 @@ def test_a_large_head_behind_a_small_one_in_the_same_packet_is_still_a_431(live_
     sock.sendall(small + large)
     raw = read_reply(sock)
     assert b"HTTP/1.1 431" in raw and b"--max-header-size" in raw and b"connection: close" in raw.lower()
-    # replies in the order of the requests: the small one's answer first, whole, then the 431
-    first, _, rest = raw.partition(b"\r\n\r\n")
-    assert first.startswith(b"HTTP/1.1 200"), raw[:200]
-    length = int(dict(line.split(b": ", 1) for line in first.split(b"\r\n")[1:])[b"content-length"])
-    assert orjson.loads(rest[:length])["results"]
-    assert rest[length:].startswith(b"HTTP/1.1 431")
+    assert after_the_answer_before(raw).startswith(b"HTTP/1.1 431")   # replies in the order of the requests
 
 
 def test_a_large_head_sent_while_the_request_before_it_is_answered_waits_for_that_answer(live_server):
@@ -143,11 +147,8 @@ def test_a_large_head_sent_while_the_request_before_it_is_answered_waits_for_tha
     time.sleep(0.2)                                               # being answered now
     sock.sendall(b"GET /organization HTTP/1.1\r\nHost: mock\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n")
     raw = read_reply(sock)
-    first, _, rest = raw.partition(b"\r\n\r\n")
-    assert first.startswith(b"HTTP/1.1 200"), raw[:200]
-    length = int(dict(line.split(b": ", 1) for line in first.split(b"\r\n")[1:])[b"content-length"])
-    assert orjson.loads(rest[:length])["results"]
-    assert rest[length:].startswith(b"HTTP/1.1 431") and b"connection: close" in rest[length:].lower()
+    refusal = after_the_answer_before(raw)
+    assert refusal.startswith(b"HTTP/1.1 431") and b"connection: close" in refusal.lower()
 
 
 def test_replies_carry_their_length_and_no_server_name(live_server):
