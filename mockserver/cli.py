@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, cors
+from . import __version__, allocator, cors
 from .accesslog import FORMATS
 from .settings import Settings, default_fixtures, parse_rate, parse_size
 
@@ -182,11 +182,12 @@ OPTIONS = (
     Option("--sleep-after", ("MOCKSERVER_SLEEP_AFTER",), non_negative(number), 30.0, "seconds after which an "
            "idle sandbox with nothing under way is kept compressed in memory until its next request (about a "
            "tenth of the memory; 0: never; default 30)", "SECONDS"),
-    Option("--allocator", ("MOCKSERVER_ALLOCATOR",), one_of("malloc", "pymalloc"), "malloc", "memory allocator: "
-           "malloc (default) hands the memory of deleted and sleeping sandboxes back to the system; pymalloc, "
-           "Python's own, costs about 5%% less CPU per request but keeps freed memory for its own reuse (the "
-           "process restarts itself once at start to apply it, unless PYTHONMALLOC already says so)",
-           "malloc|pymalloc"),
+    Option("--allocator", ("MOCKSERVER_ALLOCATOR",), one_of(*allocator.CHOICES), "auto", "memory allocator: "
+           "jemalloc (the C library, where installed: Debian's libjemalloc2) costs the least CPU per request and "
+           "hands the memory of deleted and sleeping sandboxes back to the system; malloc (the C library's own) "
+           "hands it back too, at about a fifth more CPU; pymalloc (Python's own) is cheap but keeps freed "
+           "memory; auto (default): jemalloc where installed, else malloc. The process restarts itself once at "
+           "start to apply it", "auto|jemalloc|malloc|pymalloc"),
     Option("--control-token", ("MOCKSERVER_CONTROL_TOKEN",), str, None, "require 'Authorization: Bearer "
            "<token>' on every /_mock route but health", "TOKEN"),
     Option("--replica-name", ("MOCKSERVER_REPLICA",), str, None, "name of this replica behind a router: in "
@@ -446,14 +447,19 @@ def main(argv=None):
 
 
 def use_allocator(wanted):
-    """Run under the allocator asked for: Python reads PYTHONMALLOC only at start, so the process replaces
-    itself once (same pid, same arguments) with it set; nothing happens when it is already in force."""
-    if os.environ.get("PYTHONMALLOC", "pymalloc") == wanted:
+    """Run under the allocator asked for (allocator.py): Python reads PYTHONMALLOC and the loader LD_PRELOAD
+    only at start, so the process replaces itself once (same pid, same arguments) with them set; nothing
+    happens when they already say so. Exit 2 when the allocator asked for is not installed."""
+    try:
+        environ = allocator.environment(wanted, os.environ)
+    except allocator.Unavailable as error:
+        print(f"mockserver: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if environ is None:
         return
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable, "-m", "mockserver", *sys.argv[1:]],
-              {**os.environ, "PYTHONMALLOC": wanted})
+    os.execve(sys.executable, [sys.executable, "-m", "mockserver", *sys.argv[1:]], environ)
 
 
 # ---------------------------------------------------------------- the commands

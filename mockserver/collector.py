@@ -12,32 +12,24 @@ second and newer than the last world made. Frozen objects are still freed as
 soon as nothing refers to them; only a cycle formed among objects older than a second would wait,
 and the bench (bench/fleet.py) and tests/test_fleet_memory.py check that serving leaves none.
 
-When much memory was let go (sandboxes deleted, journals trimmed), `release()` asks the C allocator
-to hand free pages back to the system, at most every few seconds, so that the resident size follows.
+When much memory was let go (sandboxes deleted, journals trimmed), `release()` asks the allocator
+(allocator.py) to hand free pages back to the system, at most every few seconds, so that the resident
+size follows.
 
 The pauses of every collection are measured (`gc.callbacks`) and shown by `GET /_mock/health`. The health
 reply does not count the frozen objects: `gc.get_freeze_count()` walks them all while every request waits
 (about 85 ms with 500 busy sandboxes).
 """
 
-import ctypes
-import ctypes.util
 import gc
 import time
+
+from . import allocator
 
 FREEZE_EVERY = 1.0              # seconds between collect-young-then-freeze
 TRIM_EVERY = 5.0                # seconds between hand-backs of free memory to the system, at most
 THRESHOLDS = (10_000, 50, 1000)
 BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500)   # ms: histogram bounds of the pauses
-
-
-def _malloc_trim():
-    """glibc's malloc_trim, or None where the C library has none (musl, macOS)."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc.malloc_trim
-    except (OSError, AttributeError):
-        return None
 
 
 class Collector:
@@ -50,7 +42,7 @@ class Collector:
         self.max_ms = [0.0, 0.0, 0.0]
         self.total_ms = 0.0
         self.histogram = [0] * (len(BUCKETS) + 1)
-        self._trim = _malloc_trim()
+        self._release = allocator.releaser()
 
     def install(self):
         """Take over the process's collector: thresholds, the first freeze, pause measurement."""
@@ -85,8 +77,8 @@ class Collector:
         if self.trim_wanted and now - self.last_trim >= TRIM_EVERY:
             self.trim_wanted = False
             self.last_trim = now
-            if self._trim is not None:
-                self._trim(0)
+            if self._release is not None:
+                self._release()
 
     def settle(self):
         """Collect what is young now and freeze the survivors: once a second (tick), and at once when a world

@@ -21,7 +21,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.routing import Route
 
-from . import __version__, bodies, contracts, inspector, jsonbody, sandbox_options
+from . import __version__, allocator, bodies, contracts, inspector, jsonbody, sandbox_options
 from .auth import GRANTS, Token, mint_jwt
 from .clock import MAX_SECONDS, iso
 from .coverage import coverage
@@ -92,7 +92,8 @@ def resident_bytes():
 async def health(request):
     mock = server(request)
     budget = mock.shared.budget
-    memory = {"rss_bytes": resident_bytes(), "journal_bytes": budget.total, "journal_limit": budget.limit}
+    memory = {"rss_bytes": resident_bytes(), "journal_bytes": budget.total, "journal_limit": budget.limit,
+              "allocator": allocator.in_force()}
     if mock.collector is not None:
         memory["gc"] = mock.collector.describe()
     body = {"status": "ok", "version": __version__, "clock": mock.settings.clock,

@@ -38,7 +38,7 @@ class Settings:
     sleep_after: float = 30.0             # seconds idle before a quiet sandbox's world is kept compressed (0: never)
     control_token: str | None = None      # set: every /_mock route but health needs Bearer <token>
     replica_name: str | None = None       # set: replies carry X-Mock-Replica and health names it
-    allocator: str = "malloc"             # PYTHONMALLOC of `mockserver serve`: malloc or pymalloc
+    allocator: str = "auto"               # of `mockserver serve` (allocator.py): auto, jemalloc, malloc or pymalloc
     state_file: str | None = None         # set: sandboxes and snapshots kept there across restarts
     save_interval: float = 5.0            # seconds between saves of the state file (when something changed)
     fresh: bool = False                   # start from the fixtures even when the state file holds a world
