@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """What a journaled call really costs in memory, against what the journal's budget counts for it.
 
-    python bench/journal_memory.py [--calls 20000]
+    python bench/journal_memory.py [--calls 20000] [--allocator jemalloc|malloc]
 
 The mock's ASGI app is called in-process (no sockets) with the journal's bounds out of the way; the heap
-in use (glibc's mallinfo2, so the allocator's own overhead per block is included) is read before and after
-the calls, and compared with the bytes the budget (`--journal-memory`) counted for them. The process runs
-under the C allocator (`PYTHONMALLOC=malloc`, as `mockserver serve` does by default): it restarts itself
-with it when needed. Linux with glibc only.
+in use is read before and after the calls, and compared with the bytes the budget (`--journal-memory`)
+counted for them. The process runs under the allocator asked for (as `mockserver serve` would; it
+restarts itself with it when needed): under glibc's malloc the heap in use is mallinfo2's (the allocator's
+own overhead per block included), under jemalloc its `stats.allocated` (blocks rounded up to their size
+class). Linux with glibc only.
 """
 import argparse
 import asyncio
@@ -18,7 +19,9 @@ import sys
 
 APP = "a7c9e1b3-5d7f-4b9d-8f1b-3d5f7b9d1fa5"
 ORG = "8d3e6a4b-1f2c-4b7a-9e1d-3c5f7a9b2d10"
-REQUESTS = {"GET status": f"/application/{APP}/status", "GET 50 projects": f"/organization/{ORG}/project"}
+PROJECT = "2f6b8d0a-4c1e-4b3d-9a5f-7e9c1b3d5f63"
+REQUESTS = {"GET status": f"/application/{APP}/status", "GET 50 projects": f"/organization/{ORG}/project",
+            "GET variables": f"/project/{PROJECT}/environmentVariable", "GET unknown (404)": "/project/none"}
 HEADERS = [(b"host", b"127.0.0.1:8080"), (b"authorization", b"Token mock-admin-token"),
            (b"user-agent", b"python-httpx/0.28.1"), (b"accept", b"*/*"), (b"accept-encoding", b"gzip, deflate")]
 
@@ -29,6 +32,13 @@ class MallInfo2(ctypes.Structure):
 
 
 def heap_in_use():
+    process = ctypes.CDLL(None)
+    mallctl = getattr(process, "mallctl", None)
+    if mallctl is not None:                      # jemalloc: refresh its statistics, then read them
+        epoch, value, size = ctypes.c_uint64(1), ctypes.c_size_t(), ctypes.c_size_t(ctypes.sizeof(ctypes.c_size_t))
+        mallctl(b"epoch", None, None, ctypes.byref(epoch), ctypes.sizeof(epoch))
+        mallctl(b"stats.allocated", ctypes.byref(value), ctypes.byref(size), None, 0)
+        return value.value
     libc = ctypes.CDLL("libc.so.6")
     libc.mallinfo2.restype = MallInfo2
     return libc.mallinfo2().uordblks
@@ -68,11 +78,16 @@ async def measure(calls):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=20000)
+    parser.add_argument("--allocator", choices=("jemalloc", "malloc"), default="malloc")
     args = parser.parse_args()
-    if os.environ.get("PYTHONMALLOC") != "malloc":
-        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "PYTHONMALLOC": "malloc"})
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    from mockserver import allocator
+    environ = allocator.environment(args.allocator, os.environ)
+    if environ is not None:
+        os.execve(sys.executable, [sys.executable, *sys.argv], environ)
     rows = asyncio.run(measure(args.calls))
-    print(f"{args.calls} calls each, heap in use per call against the bytes the budget counted:\n")
+    print(f"{args.calls} calls each under {allocator.in_force()}, heap in use per call against the bytes the "
+          "budget counted:\n")
     print("| request | heap per call | counted per call | counted / heap |\n| --- | ---: | ---: | ---: |")
     for name, heap, counted in rows:
         print(f"| {name} | {heap:,.0f} | {counted:,.0f} | {counted / heap:.2f} |")

@@ -315,24 +315,6 @@ def test_sleeping_sandboxes_take_a_fraction_of_the_memory(make_server):
     assert max(sizes) < len(server.origin) / 2             # compressed: well under the frozen world itself
 
 
-# ---------------------------------------------------------------- the allocator of a serving process
-def _environment_of(pid):
-    with open(f"/proc/{pid}/environ", "rb") as handle:
-        return dict(item.split(b"=", 1) for item in handle.read().split(b"\0") if b"=" in item)
-
-
-def test_serve_runs_under_the_allocator_that_hands_memory_back(live_server, monkeypatch):
-    monkeypatch.delenv("PYTHONMALLOC", raising=False)
-    server = live_server("--clock", "manual")
-    assert _environment_of(server.process.pid).get(b"PYTHONMALLOC") == b"malloc"   # restarted itself, same pid
-
-
-def test_serve_keeps_pythons_allocator_when_asked(live_server, monkeypatch):
-    monkeypatch.delenv("PYTHONMALLOC", raising=False)
-    server = live_server("--clock", "manual", "--allocator", "pymalloc")
-    assert b"PYTHONMALLOC" not in _environment_of(server.process.pid)
-
-
 # ---------------------------------------------------------------- the collector and new worlds
 def test_every_world_read_back_is_settled_by_the_collector(make_server):
     """Made, woken, reset or restored: each world read back calls `settle`, so that a burst of new sandboxes
@@ -371,7 +353,7 @@ def test_the_health_reply_never_walks_the_frozen_objects(monkeypatch):
 
 
 def test_when_the_last_retired_world_is_freed_memory_is_handed_back_and_paths_forgotten(make_server):
-    """The hand-back (malloc_trim) waits for the last retired world, and the paths remembered for routing go
+    """The hand-back (allocator.releaser) waits for the last retired world, and the paths remembered for routing go
     too: small objects kept from all over a run pin the pages around them (measured: 146 -> 106 MiB RSS
     5 s after deleting 50 busy sandboxes)."""
     server = make_server()
