@@ -19,6 +19,7 @@ serve: $(STAMP)
 test: $(STAMP)
 	.ci/browser-deps $(BIN)/pip
 	.ci/scale-deps $(BIN)/pip
+	.ci/server-deps
 	$(BIN)/pytest -q -n 2 tests
 
 contract: $(STAMP)

@@ -59,6 +59,12 @@ def call(port, method, path, body=None, headers=TOKEN, timeout=60):
         conn.close()
 
 
+def allocator_of(port):
+    """The memory allocator a mock runs under, as its health reply names it (None before it did)."""
+    status, body = call(port, "GET", "/_mock/health", headers={})
+    return json.loads(body).get("memory", {}).get("allocator") if status == 200 else None
+
+
 def port_is_free(port):
     """Nothing listens on 127.0.0.1:port (else the figures would be another server's)."""
     with socket.socket() as probe:
@@ -140,7 +146,7 @@ def checkout(rev):
 # name -> extra options of `mockserver serve` (--variants): what CORS, the access log and the allocator cost
 VARIANTS = {"mock-cors-off": ["--cors-origins", "off"], "mock-log-text": ["--access-log"],
             "mock-log-json": ["--access-log", "--log-format", "json"],
-            "mock-pymalloc": ["--allocator", "pymalloc"]}
+            "mock-malloc": ["--allocator", "malloc"], "mock-pymalloc": ["--allocator", "pymalloc"]}
 
 
 def servers(with_prism, baseline=None):
@@ -166,6 +172,7 @@ def throughput(args, port, baseline=None):
         with open(RESULTS / f"{name}.log.raw", "w") as log:
             proc, _ = start([part.format(port=port) for part in cmd], port, log, cwd, env)
         try:
+            allocator = allocator_of(port) if name.startswith("mock") else None
             for n in range(48):                   # the fixtures have 2 projects: make it 50
                 call(port, "POST", f"/organization/{ORG}/project", {"name": f"bench-{n}"})
             for kind, path, _ in REQUESTS.values():  # warm-up
@@ -179,7 +186,7 @@ def throughput(args, port, baseline=None):
                     runs[request].append(result)
             for request, results in runs.items():
                 rps = [r["rps"] for r in results]
-                rows.append({"server": name, "request": request, "rps": statistics.median(rps),
+                rows.append({"server": name, "allocator": allocator, "request": request, "rps": statistics.median(rps),
                              "rps_min": min(rps), "rps_max": max(rps),
                              "p50_ms": statistics.median(r["p50_us"] for r in results) / 1000,
                              "p99_ms": statistics.median(r["p99_us"] for r in results) / 1000,
@@ -324,7 +331,7 @@ def markdown(report):
         lines += ["| server | request | req/s | spread (min-max) | p50 ms | p99 ms | errors | vs bare | CPU µs/req | "
                   "vs bare by CPU |",
                   "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-        lines += [f"| {r['server']} | {r['request']} | {r['rps']:.0f} | {r['rps_min']:.0f}-{r['rps_max']:.0f} | "
+        lines += [f"| {r['server']}{' (' + r['allocator'] + ')' if r.get('allocator') else ''} | {r['request']} | {r['rps']:.0f} | {r['rps_min']:.0f}-{r['rps_max']:.0f} | "
                   f"{r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['errors']} | {r['vs_bare']:.2f} | "
                   f"{r.get('cpu_us', 0):.1f} | {r.get('vs_bare_cpu', 0):.2f} |"
                   for r in report["throughput"]]
@@ -339,7 +346,7 @@ def markdown(report):
                   "| server | request | req/s | spread (min-max) | req/s vs mock | CPU µs/request | CPU vs mock "
                   "| errors |",
                   "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-        lines += [f"| {r['server']} | {r['request']} | {r['rps']:.0f} | {r['rps_min']:.0f}-{r['rps_max']:.0f} | "
+        lines += [f"| {r['server']}{' (' + r['allocator'] + ')' if r.get('allocator') else ''} | {r['request']} | {r['rps']:.0f} | {r['rps_min']:.0f}-{r['rps_max']:.0f} | "
                   f"{r['vs_mock']:.3f} | {r['cpu_us']:.1f} | {r['cpu_vs_mock']:.3f} | {r['errors']} |"
                   for r in report["variants"]]
     s = report.get("scale")

@@ -30,7 +30,8 @@ SLICE = 128                     # a trim brings the journals' total 1/SLICE of t
 MIN_SLICE = 16 * 1024           # ... or this many bytes (at most the budget), whichever is more
 OVERHEAD = 480                  # bytes a call costs besides its strings and bodies: the object, the headers of its
                                 # strings, numbers and the allocator's own (heap measured per call: 1,820 bytes for
-                                # a GET status, counted 1,697 with 360 here, 1,817 with 480; bench/journal_memory.py)
+                                # a GET status, counted 1,697 with 360 here, 1,817 with 480; bench/journal_memory.py;
+                                # under jemalloc, whose size classes round each block up, 0.95-1.04 of it counted)
 
 
 def redact_authorization(value):
