@@ -124,3 +124,25 @@ def test_the_releaser_hands_freed_pages_back_to_the_system(name):
     in_force, before, after = done.stdout.split()
     assert in_force == name
     assert int(before) - int(after) > 50_000_000, (before, after)   # most of the freed 100 MB went back
+
+
+def test_memory_let_go_is_handed_back_at_the_next_tick_at_most_once_a_second():
+    from mockserver.collector import TRIM_EVERY, Collector
+    now = [100.0]
+    collector = Collector(clock=lambda: now[0])
+    handed = []
+    collector._release = lambda: handed.append(now[0])
+    collector.settle = lambda: None                      # the collector's own once-a-second work: not this test's
+    now[0] += TRIM_EVERY
+    collector.tick()
+    assert handed == []                                  # nothing was let go: nothing to hand back
+    collector.release()
+    collector.tick()
+    assert handed == [100.0 + TRIM_EVERY]                # let go: handed back at the next tick
+    collector.release()
+    now[0] += TRIM_EVERY / 2
+    collector.tick()
+    assert len(handed) == 1                              # not twice within the interval ...
+    now[0] += TRIM_EVERY / 2
+    collector.tick()
+    assert len(handed) == 2 and TRIM_EVERY <= 1.0        # ... and not later than a second after the last
