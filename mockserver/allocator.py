@@ -19,6 +19,7 @@ import ctypes.util
 import functools
 import glob
 import os
+import sys
 
 CHOICES = ("auto", "jemalloc", "malloc", "pymalloc")
 JEMALLOC_GLOBS = ("/usr/lib/*-linux-gnu/libjemalloc.so.2", "/usr/lib64/libjemalloc.so.2",
@@ -31,7 +32,10 @@ class Unavailable(Exception):
 
 
 def find_jemalloc():
-    """The path of the jemalloc library on this machine, or None."""
+    """The path of the jemalloc library on this machine, or None (always None but on Linux, where the
+    loader's LD_PRELOAD puts it in place of the C library's allocator)."""
+    if not sys.platform.startswith("linux"):
+        return None
     for pattern in JEMALLOC_GLOBS:
         found = sorted(glob.glob(pattern))
         if found:

@@ -183,7 +183,7 @@ OPTIONS = (
            "idle sandbox with nothing under way is kept compressed in memory until its next request (about a "
            "tenth of the memory; 0: never; default 30)", "SECONDS"),
     Option("--allocator", ("MOCKSERVER_ALLOCATOR",), one_of(*allocator.CHOICES), "auto", "memory allocator: "
-           "jemalloc (the C library, where installed: Debian's libjemalloc2) costs the least CPU per request and "
+           "jemalloc (where installed: Debian's libjemalloc2) costs the least CPU per request and "
            "hands the memory of deleted and sleeping sandboxes back to the system; malloc (the C library's own) "
            "hands it back too, at about a fifth more CPU; pymalloc (Python's own) is cheap but keeps freed "
            "memory; auto (default): jemalloc where installed, else malloc. The process restarts itself once at "
