@@ -19,7 +19,7 @@ serve: $(STAMP)
 test: $(STAMP)
 	.ci/browser-deps $(BIN)/pip
 	.ci/scale-deps $(BIN)/pip
-	.ci/server-deps
+	.ci/server-deps $(BIN)/python
 	$(BIN)/pytest -q -n 2 tests
 
 contract: $(STAMP)

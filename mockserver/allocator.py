@@ -47,23 +47,19 @@ def find_jemalloc():
 def environment(wanted, environ, jemalloc=None):
     """The environment a process must start with to run under `wanted`, or None when `environ` already
     says so (so that the restart happens once). Raises Unavailable for jemalloc without its library."""
-    if wanted == "pymalloc":
-        changes = {} if environ.get("PYTHONMALLOC", "pymalloc") == "pymalloc" else {"PYTHONMALLOC": "pymalloc"}
-    elif wanted == "malloc":
-        changes = {} if environ.get("PYTHONMALLOC") == "malloc" else {"PYTHONMALLOC": "malloc"}
-    else:
+    library = None
+    if wanted in ("auto", "jemalloc"):
         library = jemalloc or find_jemalloc()
-        if wanted == "auto" and library is None:
-            return environment("malloc", environ)
-        if library is None:
+        if library is None and wanted == "jemalloc":
             raise Unavailable("--allocator jemalloc: the jemalloc library is not installed "
                               "(Debian and Ubuntu: apt-get install libjemalloc2)")
-        preloaded = [item for item in environ.get("LD_PRELOAD", "").replace(":", " ").split() if item]
-        changes = {}
-        if environ.get("PYTHONMALLOC") != "malloc":
-            changes["PYTHONMALLOC"] = "malloc"
-        if library not in preloaded:
-            changes["LD_PRELOAD"] = " ".join([library, *preloaded])
+    changes = {}
+    objects = "pymalloc" if wanted == "pymalloc" else "malloc"     # who allocates Python's objects
+    if environ.get("PYTHONMALLOC", "pymalloc") != objects:
+        changes["PYTHONMALLOC"] = objects
+    preloaded = environ.get("LD_PRELOAD", "").replace(":", " ").split()
+    if library is not None and library not in preloaded:
+        changes["LD_PRELOAD"] = " ".join([library, *preloaded])
     return {**environ, **changes} if changes else None
 
 

@@ -14,8 +14,8 @@ and the bench (bench/fleet.py) and tests/test_fleet_memory.py check that serving
 
 When much memory was let go (sandboxes deleted, journals trimmed), `release()` asks the allocator
 (allocator.py) to hand free pages back to the system, at most once a second, so that the resident
-size follows. A hand-back while journals are trimmed takes 0.3-1.6 ms (measured under both allocators
-with 50 busy sandboxes; 22-28 ms right after they were all deleted); once a second rather than every
+size follows. A hand-back while journals are trimmed takes 0.3-2.7 ms (measured under both allocators
+with 50 busy sandboxes; 21-28 ms right after they were all deleted); once a second rather than every
 5 s keeps the resident size 6-9 MiB lower at the same CPU per request.
 
 The pauses of every collection are measured (`gc.callbacks`) and shown by `GET /_mock/health`. The health
