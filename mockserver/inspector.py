@@ -204,11 +204,10 @@ async def call_rows(request):
 async def call(request):
     ident = request.path_params["id"]
     rt = runtime_of(request)
-    entries = rt.journal.entries
-    index = bisect_left(entries, ident, key=lambda entry: entry.id)
-    if index == len(entries) or entries[index].id != ident:
+    found = rt.journal.find(ident)
+    if found is None:
         raise ApiError(404, f"call {ident} is not in the journal")
-    return reply(rt.journal.render(entries[index], rt.webhooks.caused_by(ident)))
+    return reply(rt.journal.render(found, rt.webhooks.caused_by(ident)))
 
 
 def environment_groups(store):

@@ -3,7 +3,8 @@
 Each sandbox's journal keeps its calls in a ring bounded by count (`--journal-size`); all the
 journals of a server share one memory budget in bytes (`--journal-memory`, a `Budget`). A call is
 kept compactly: the fields filters read (method, path, operation, status, rule, ...) as plain values,
-the query, headers and request body encoded as one JSON byte string, the reply as the bytes sent.
+the query, headers and request body encoded as one JSON byte string, the reply as the bytes sent; all but
+the newest calls are packed in compressed blocks (calllog.py).
 A request or reply body longer than `body_limit` bytes is kept cut, and the call says so
 (`truncated`). When the budget is exceeded, the journals holding most give up their oldest calls
 first (each down to a common level), so one busy sandbox cannot push out a quiet one's calls.
@@ -20,6 +21,7 @@ from datetime import datetime
 
 import orjson
 
+from .calllog import Call, CallLog          # noqa: F401  (Call: journals saved by earlier versions name it here)
 from .clock import iso
 from .validation import SECRET_FIELDS, SECRET_MARKER
 
@@ -28,10 +30,6 @@ FILTERS = ("method", "path", "operation", "status", "since", "scenario", "reques
 BODY_LIMIT = 64 * 1024          # bytes of a request or reply body kept whole
 SLICE = 128                     # a trim brings the journals' total 1/SLICE of the budget under it ...
 MIN_SLICE = 16 * 1024           # ... or this many bytes (at most the budget), whichever is more
-OVERHEAD = 480                  # bytes a call costs besides its strings and bodies: the object, the headers of its
-                                # strings, numbers and the allocator's own (heap measured per call: 1,820 bytes for
-                                # a GET status, counted 1,697 with 360 here, 1,817 with 480; bench/journal_memory.py;
-                                # under jemalloc, whose size classes round each block up, 0.95-1.04 of it counted)
 
 
 def redact_authorization(value):
@@ -77,55 +75,6 @@ def needs_redaction(body, fields=SECRET_FIELDS, containers=frozenset()):
     if isinstance(body, list):
         return any(needs_redaction(item, fields, containers) for item in body)
     return False
-
-
-class Call:
-    """One journaled call. `request` is the JSON of [query, body]; `request_headers` and `reply_headers` the
-    headers as `name: value` lines; `response` the reply's bytes; `truncated` maps "body"/"response" to
-    the size sent when that part was kept cut; `drift` is None for a call the mock answered, and for a call
-    forwarded to the upstream (record.py) the JSON of its drift findings (drift.py), `[]` when none."""
-
-    __slots__ = ("id", "at", "method", "path", "operation", "status", "duration", "rule", "request_id", "token",
-                 "request", "request_headers", "response", "reply_headers", "truncated", "size", "drift")
-
-    def __init__(self, ident, at, method, path, operation, status, duration, rule, request_id, token, request,
-                 response, truncated, reply_headers=b"", request_headers=b"", drift=None):
-        self.id, self.at, self.method, self.path, self.operation = ident, at, method, path, operation
-        self.status, self.duration, self.rule, self.request_id, self.token = status, duration, rule, request_id, token
-        self.request, self.response, self.truncated = request, response, truncated
-        self.request_headers, self.reply_headers = request_headers, reply_headers
-        self.drift = drift
-        self.size = (OVERHEAD + len(path) + len(request) + len(request_headers) + len(response) + len(reply_headers)
-                     + len(request_id or "") + len(drift or b""))
-
-    def findings(self):
-        """The drift findings of a forwarded call (a list), or None for a call the mock answered."""
-        drift = getattr(self, "drift", None)      # calls kept by an earlier version have no such slot set
-        return None if drift is None else orjson.loads(drift)
-
-    def parts(self):
-        """(query, headers, body) as they were recorded (a cut body is the text kept)."""
-        query, body = orjson.loads(self.request)
-        return query, dict(_lines(self.request_headers)), body
-
-    def response_headers(self):
-        """The reply's headers as (name, value) strings, in the order sent."""
-        return _lines(self.reply_headers)
-
-    @property
-    def template(self):
-        return self.operation.template if self.operation else None
-
-    @property
-    def operation_id(self):
-        return self.operation.operation_id if self.operation else None
-
-
-def _lines(block):
-    """(name, value) pairs of `name: value` lines (bytes)."""
-    if not block:
-        return []
-    return [tuple(line.split(": ", 1)) for line in block.decode("latin-1").split("\n")]
 
 
 def header_lines(headers):
@@ -190,7 +139,7 @@ def _level(sizes, target):
 class Journal:
     def __init__(self, size=10000, budget=None, body_limit=BODY_LIMIT):
         self.size = size
-        self.entries = deque()
+        self.entries = CallLog()
         self.dropped = 0
         self.next_id = 1
         self.bytes = 0
@@ -203,6 +152,9 @@ class Journal:
         """A journal read back (a copied world, a restored state file) counts in its server's budget."""
         for name, value in state.items():
             object.__setattr__(self, name, value)
+        if isinstance(self.entries, deque):      # kept by an earlier version: its calls packed as this one packs
+            self.entries = CallLog(self.entries)
+            self.bytes = sum(block.bytes for block in self.entries.blocks) + sum(c.size for c in self.entries.recent)
         if self.budget is not None:
             self.budget.join(self)
 
@@ -250,11 +202,11 @@ class Journal:
         call = Call(ident, at, method, path, operation, status, duration, rule, request_id, token, request,
                     response, truncated, b"\n".join(map(b": ".join, reply_headers)), header_lines(headers),
                     None if drift is None else orjson.dumps(drift))
-        self.entries.append(call)
-        added = call.size
-        if len(self.entries) > self.size:
-            added -= self.entries.popleft().size
+        added = 0
+        if len(self.entries) >= self.size:       # full: the oldest goes first (a journal of fewer than 2 * BLOCK
+            added -= self.entries.drop_oldest()  # calls then never packs)
             self.dropped += 1
+        added += self.entries.append(call)
         self.bytes += added
         if self.budget is not None:
             self.budget.total += added
@@ -266,10 +218,10 @@ class Journal:
         """Give up the oldest calls until at most `keep` bytes are held; returns the bytes freed."""
         freed = 0
         while self.entries and self.bytes > keep:
-            size = self.entries.popleft().size
+            calls, size = self.entries.drop_front()
             self.bytes -= size
             freed += size
-            self.dropped += 1
+            self.dropped += calls
         return freed
 
     def clear(self):
@@ -287,6 +239,14 @@ class Journal:
         return copy
 
     # ------------------------------------------------------------ reading
+    def newest(self):
+        """The call recorded last, or None."""
+        return self.entries.newest()
+
+    def find(self, ident):
+        """The call of that id, or None."""
+        return self.entries.find(ident)
+
     def select(self, filters):
         """Calls matching every given filter (see FILTERS), oldest first."""
         return [call for call in self.entries if not mismatches(call, filters)]

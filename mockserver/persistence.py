@@ -43,7 +43,8 @@ from .world import dumps, loads
 
 log = logging.getLogger("mockserver")
 MAGIC = b"IDP-MOCKSERVER-STATE\n"
-VERSION = 2
+VERSION = 3                                # 3: journals keep older calls packed (calllog.py)
+READS = (2, 3)                             # 2 is read too: its journals are packed as they are read
 HEADER = struct.Struct(">I16s32sQ")        # format version, mockserver version, HMAC-SHA256, payload length
 SIGNED = struct.Struct(">I16sQ")           # what of the header the code covers (with the magic and payload)
 KEY_BYTES = 32
@@ -123,8 +124,9 @@ def decode(data, path, shared):
     if len(head) < HEADER.size:
         raise StateFileError(path, "truncated: the header is incomplete")
     version, writer, digest, length = HEADER.unpack(head)
-    if version != VERSION:
-        raise StateFileError(path, f"format version {version}, but this mockserver reads version {VERSION}")
+    if version not in READS:
+        raise StateFileError(path, f"format version {version}, but this mockserver reads versions "
+                                   f"{', '.join(map(str, READS))}")
     writer = writer.rstrip(b"\0").decode("ascii", "replace")
     if writer != __version__:
         raise StateFileError(path, f"written by mockserver {writer}, but this is mockserver {__version__}")

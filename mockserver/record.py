@@ -163,7 +163,7 @@ class Recorder:
                           exchange.journal_headers(), exchange.journal_body(request, secret), exchange.status,
                           exchange.journal_reply(reply, secret), elapsed, None, exchange.request_id(), None,
                           exchange.journal_reply_headers(), drift=findings)
-        call = rt.journal.entries[-1]
+        call = rt.journal.newest()
         if self.calls is not None:
             self.calls.append(call)
         return call

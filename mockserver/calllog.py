@@ -1,0 +1,190 @@
+"""One journaled call (`Call`), and the order a journal keeps its calls in (`CallLog`).
+
+The newest calls are kept as objects; every BLOCK calls that fall behind the newest BLOCK are packed
+into one `Block`: their fields pickled together and compressed with zstd (level 1). A fleet's calls
+repeat themselves (the same polls, headers and replies), so a block holds a call in about a twentieth
+of the bytes the object needs (bench/journal_memory.py), for about 2 us of CPU per call. Reading the
+newest calls (`latest`, the inspector's first page) touches no block; a filter over the whole journal
+unpacks each block once, about 1 us a call.
+
+A block lets go of its memory only as a whole: calls given up by count from its front are skipped until
+the last of them goes, and a trim by bytes gives up whole blocks.
+"""
+
+import pickle
+from collections import deque
+
+import orjson
+import zstandard
+
+BLOCK = 128                     # calls packed together
+BLOCK_OVERHEAD = 200            # bytes a block costs besides its compressed bytes: the object, its operations
+_compress = zstandard.ZstdCompressor(level=1).compress
+_decompress = zstandard.ZstdDecompressor().decompress
+
+OVERHEAD = 480                  # bytes a call kept as an object costs besides its strings and bodies: the object,
+                                # the headers of its strings, numbers and the allocator's own (heap measured per
+                                # call: 1,820 bytes for a GET status, counted 1,697 with 360 here, 1,817 with 480;
+                                # bench/journal_memory.py; under jemalloc, whose size classes round each block
+                                # up, 0.95-1.04 of it counted)
+
+
+class Call:
+    """One journaled call. `request` is the JSON of [query, body]; `request_headers` and `reply_headers` the
+    headers as `name: value` lines; `response` the reply's bytes; `truncated` maps "body"/"response" to
+    the size sent when that part was kept cut; `drift` is None for a call the mock answered, and for a call
+    forwarded to the upstream (record.py) the JSON of its drift findings (drift.py), `[]` when none."""
+
+    __slots__ = ("id", "at", "method", "path", "operation", "status", "duration", "rule", "request_id", "token",
+                 "request", "request_headers", "response", "reply_headers", "truncated", "size", "drift")
+
+    def __init__(self, ident, at, method, path, operation, status, duration, rule, request_id, token, request,
+                 response, truncated, reply_headers=b"", request_headers=b"", drift=None):
+        self.id, self.at, self.method, self.path, self.operation = ident, at, method, path, operation
+        self.status, self.duration, self.rule, self.request_id, self.token = status, duration, rule, request_id, token
+        self.request, self.response, self.truncated = request, response, truncated
+        self.request_headers, self.reply_headers = request_headers, reply_headers
+        self.drift = drift
+        self.size = (OVERHEAD + len(path) + len(request) + len(request_headers) + len(response) + len(reply_headers)
+                     + len(request_id or "") + len(drift or b""))
+
+    def row(self, operation):
+        """The call's fields as a tuple (the arguments of `Call`), its operation given as `operation`."""
+        return (self.id, self.at, self.method, self.path, operation, self.status, self.duration, self.rule,
+                self.request_id, self.token, self.request, self.response, self.truncated, self.reply_headers,
+                self.request_headers, getattr(self, "drift", None))
+
+    def findings(self):
+        """The drift findings of a forwarded call (a list), or None for a call the mock answered."""
+        drift = getattr(self, "drift", None)      # calls kept by an earlier version have no such slot set
+        return None if drift is None else orjson.loads(drift)
+
+    def parts(self):
+        """(query, headers, body) as they were recorded (a cut body is the text kept)."""
+        query, body = orjson.loads(self.request)
+        return query, dict(_lines(self.request_headers)), body
+
+    def response_headers(self):
+        """The reply's headers as (name, value) strings, in the order sent."""
+        return _lines(self.reply_headers)
+
+    @property
+    def template(self):
+        return self.operation.template if self.operation else None
+
+    @property
+    def operation_id(self):
+        return self.operation.operation_id if self.operation else None
+
+
+def _lines(block):
+    """(name, value) pairs of `name: value` lines (bytes)."""
+    if not block:
+        return []
+    return [tuple(line.split(": ", 1)) for line in block.decode("latin-1").split("\n")]
+
+
+class Block:
+    """BLOCK calls packed: their rows pickled and compressed. Operations (shared objects of the compiled
+    document) stay objects, in `operations`; a row names its own by index there."""
+
+    __slots__ = ("data", "operations", "low", "high", "count", "skip", "bytes")
+
+    def __init__(self, calls):
+        index = {}
+        rows = [call.row(index.setdefault(id(call.operation), len(index))) for call in calls]
+        operations = {id(call.operation): call.operation for call in calls}
+        self.operations = tuple(operations[key] for key in index)
+        self.data = _compress(pickle.dumps(rows, pickle.HIGHEST_PROTOCOL))
+        self.low = min(call.id for call in calls)
+        self.high = max(call.id for call in calls)
+        self.count, self.skip = len(calls), 0
+        self.bytes = len(self.data) + BLOCK_OVERHEAD
+
+    def calls(self):
+        """Its calls still kept, oldest first (new objects each time)."""
+        operations = self.operations
+        rows = pickle.loads(_decompress(self.data))
+        return [Call(*row[:4], operations[row[4]], *row[5:]) for row in rows[self.skip:]]
+
+
+class CallLog:
+    """A journal's calls, oldest first: older ones in blocks, the newest as objects (see the module).
+    `append` and the two ways of giving calls up return the bytes they add or free."""
+
+    __slots__ = ("blocks", "recent", "length")
+
+    def __init__(self, calls=()):
+        self.blocks, self.recent, self.length = deque(), deque(), 0
+        for call in calls:
+            self.append(call)
+
+    def __len__(self):
+        return self.length
+
+    def __bool__(self):
+        return self.length > 0
+
+    def append(self, call):
+        self.recent.append(call)
+        self.length += 1
+        if len(self.recent) < 2 * BLOCK:
+            return call.size
+        packed = [self.recent.popleft() for _ in range(BLOCK)]
+        block = Block(packed)
+        self.blocks.append(block)
+        return call.size + block.bytes - sum(old.size for old in packed)
+
+    def drop_oldest(self):
+        """Give up the oldest call; the bytes freed (none until the last call of a block goes)."""
+        self.length -= 1
+        if not self.blocks:
+            return self.recent.popleft().size
+        block = self.blocks[0]
+        block.skip += 1
+        if block.skip < block.count:
+            return 0
+        self.blocks.popleft()
+        return block.bytes
+
+    def drop_front(self):
+        """Give up the oldest block whole, or the oldest call when no block is left: (calls, bytes freed)."""
+        if not self.blocks:
+            return 1, self.drop_oldest()
+        block = self.blocks.popleft()
+        calls = block.count - block.skip
+        self.length -= calls
+        return calls, block.bytes
+
+    def clear(self):
+        self.blocks.clear()
+        self.recent.clear()
+        self.length = 0
+
+    def __iter__(self):
+        for block in list(self.blocks):
+            yield from block.calls()
+        yield from list(self.recent)
+
+    def __reversed__(self):
+        yield from reversed(list(self.recent))
+        for block in reversed(list(self.blocks)):
+            yield from reversed(block.calls())
+
+    def newest(self):
+        """The call recorded last, or None."""
+        if self.recent:
+            return self.recent[-1]
+        return self.blocks[-1].calls()[-1] if self.blocks else None
+
+    def find(self, ident):
+        """The call of that id, or None (ids are given when calls start, and calls may end in another order)."""
+        for call in self.recent:
+            if call.id == ident:
+                return call
+        for block in self.blocks:
+            if block.low <= ident <= block.high:
+                for call in block.calls():
+                    if call.id == ident:
+                        return call
+        return None

@@ -1,0 +1,159 @@
+"""The journal's calls packed in compressed blocks (calllog.py): read back as recorded, in order, counted,
+bounded, and far smaller than the calls kept as objects."""
+
+import pickle
+from collections import deque
+
+from starlette.testclient import TestClient
+
+from conftest import ADMIN, APP, PROJECT
+from mockserver.calllog import BLOCK, Call, CallLog
+from mockserver import persistence
+from mockserver.journal import Budget, Journal
+
+
+class _Operation:
+    body = None                                 # no request body schema (nothing to redact by it)
+
+    def __init__(self, operation_id):
+        self.operation_id, self.template = operation_id, f"/{operation_id}"
+
+
+GET, POST = _Operation("getThing"), _Operation("createThing")
+
+
+def _fill(journal, count):
+    """Calls like a fleet's: polls of a status, now and then a create with a body, some 404s."""
+    for index in range(count):
+        post = index % 7 == 0
+        journal.record(journal.reserve(), 1000.0 + index, "POST" if post else "GET", f"/thing/{index % 5}",
+                       POST if post else (None if index % 11 == 0 else GET), {"page": index % 3} if index % 2 else {},
+                       {"authorization": "Token ...abcd", "x-n": str(index)}, {"key": f"K{index}"} if post else None,
+                       404 if index % 11 == 0 else 200, b'{"state":"DEPLOYED","n":%d}' % index, 0.002, None,
+                       f"req-{index}", "admin", [(b"content-type", b"application/json")])
+
+
+def test_calls_behind_the_newest_are_packed_and_read_back_as_recorded():
+    journal = Journal(10_000)
+    _fill(journal, 1000)
+    log = journal.entries
+    assert len(log) == 1000 and len(log.blocks) > 0 and len(log.recent) < 2 * BLOCK
+    calls = list(log)
+    assert [call.request_id for call in calls] == [f"req-{i}" for i in range(1000)]
+    first = calls[0]                                          # packed, read back
+    assert (first.id, first.at, first.method, first.path, first.status) == (1, 1000.0, "POST", "/thing/0", 404)
+    assert first.operation is POST and calls[11].operation is None and calls[1].operation is GET
+    assert calls[7].parts() == ({"page": 1}, {"authorization": "Token ...abcd", "x-n": "7"}, {"key": "K7"})
+    assert calls[1].response == b'{"state":"DEPLOYED","n":1}'
+    assert calls[1].response_headers() == [("content-type", "application/json")]
+    assert [call.id for call in reversed(log)] == [call.id for call in calls][::-1]
+    assert journal.find(3).request_id == "req-2" and journal.find(999).request_id == "req-998"
+    assert journal.find(5000) is None
+    assert journal.newest().request_id == "req-999"
+
+
+def test_packed_calls_take_a_fraction_of_the_bytes_of_calls_kept_as_objects():
+    journal = Journal(10_000)
+    _fill(journal, 2000)
+    as_objects = sum(Call(*call.row(call.operation)).size for call in journal.entries)
+    assert journal.bytes < as_objects / 5
+    assert journal.bytes == sum(block.bytes for block in journal.entries.blocks) + sum(
+        call.size for call in journal.entries.recent)
+
+
+def test_the_count_bound_holds_across_blocks_and_counts_what_went():
+    journal = Journal(300)
+    _fill(journal, 1000)
+    assert len(journal.entries) == 300 and journal.dropped == 700
+    assert [call.id for call in journal.entries] == list(range(701, 1001))
+    assert all(block.skip < block.count for block in journal.entries.blocks)   # a block wholly given up is gone
+
+
+def test_a_byte_trim_gives_up_whole_blocks_oldest_first():
+    budget = Budget(10**9)
+    journal = Journal(10_000, budget)
+    _fill(journal, 1500)
+    before, blocks = journal.bytes, len(journal.entries.blocks)
+    oldest = journal.entries.blocks[0]
+    freed = journal.shrink(before - 1)
+    assert freed == oldest.bytes and len(journal.entries.blocks) == blocks - 1
+    assert journal.dropped == BLOCK and len(journal.entries) == 1500 - BLOCK
+    assert next(iter(journal.entries)).id == BLOCK + 1
+    assert journal.bytes == before - freed              # (Budget.trim takes what shrink returns off its total)
+
+
+def test_filters_read_the_packed_calls_too():
+    journal = Journal(10_000)
+    _fill(journal, 1000)
+    not_found = journal.select({"status": "404"})
+    assert [call.id for call in not_found] == [i + 1 for i in range(1000) if i % 11 == 0]
+    assert [call.request_id for call in journal.latest({"method": "POST"}, 3)] == ["req-980", "req-987", "req-994"]
+    assert journal.latest({"path": "/thing/1", "status": "2xx"}, 1000)[0].request_id == "req-1"
+
+
+def test_a_small_journal_never_packs():
+    journal = Journal(2 * BLOCK - 1)
+    _fill(journal, 5000)
+    assert not journal.entries.blocks and len(journal.entries) == 2 * BLOCK - 1
+
+
+def test_a_journal_saved_by_an_earlier_version_is_read_back_packed():
+    """Earlier versions kept every call as an object in a deque: such a state is packed as it is read."""
+    calls = [Call(i, float(i), "GET", "/organization", None, 200, 0.001, None, f"r{i}", None, b"[{},null]",
+                  b'{"ok":true}', None) for i in range(1, 2001)]
+    journal = Journal.__new__(Journal)
+    journal.__setstate__({"size": 10_000, "entries": deque(calls), "dropped": 3, "next_id": 2001,
+                          "bytes": sum(call.size for call in calls), "body_limit": 65536, "budget": None})
+    assert isinstance(journal.entries, CallLog) and journal.entries.blocks
+    assert [call.request_id for call in journal.entries] == [f"r{i}" for i in range(1, 2001)]
+    assert journal.bytes < sum(call.size for call in calls) / 3 and journal.dropped == 3
+
+
+def test_packed_calls_survive_a_copy_of_the_log():
+    journal = Journal(10_000)
+    _fill(journal, 700)
+    log = pickle.loads(pickle.dumps(journal.entries))
+    assert [call.request_id for call in log] == [call.request_id for call in journal.entries]
+
+
+def test_over_http_early_calls_are_found_after_they_were_packed(make_server):
+    server = make_server(rate_limit=100_000)
+    with TestClient(server, base_url="http://mock", headers=ADMIN) as client:
+        for index in range(600):
+            if index % 10:
+                assert client.get(f"/application/{APP}/status").status_code == 200
+            else:
+                assert client.post(f"/project/{PROJECT}/environmentVariable",
+                                   json={"key": f"K{index}", "value": "v"}).status_code == 201
+        assert server.rt.journal.entries.blocks                             # some are packed by now
+        first = client.get("/_mock/calls/1").json()                          # the inspector's view of a call
+        assert (first["method"], first["status"], first["body"]) == ("POST", 201, {"key": "K0", "value": "v"})
+        assert first["response"]["key"] == "K0" and first["operation"] == "createProjectVariable"
+        posts = client.get("/_mock/calls", params={"method": "POST"}).json()
+        assert [call["body"]["key"] for call in posts["results"]] == [f"K{i}" for i in range(0, 600, 10)]
+        assert client.post("/_mock/snapshots", json={"name": "busy", "journal": True}).status_code in (200, 201)
+        client.delete("/_mock/calls")
+        assert client.get("/_mock/calls").json()["results"] == []
+        assert client.post("/_mock/snapshots/busy/restore").status_code == 200
+        again = client.get("/_mock/calls", params={"method": "POST"}).json()
+        assert [call["body"]["key"] for call in again["results"]] == [f"K{i}" for i in range(0, 600, 10)]
+
+
+def test_a_state_file_of_format_2_is_read_and_its_journals_packed(make_server, tmp_path, monkeypatch):
+    """Format 2 kept every call as an object: a file saved so is read, its journals packed as they are read."""
+    path = tmp_path / "state.bin"
+    server = make_server(state_file=str(path), rate_limit=100_000)
+    with TestClient(server, base_url="http://mock", headers=ADMIN) as client:
+        for _ in range(600):
+            assert client.get(f"/application/{APP}/status").status_code == 200
+    journal = server.rt.journal
+    journal.entries = deque(list(journal.entries))               # as format 2 kept them
+    monkeypatch.setattr(persistence, "VERSION", 2)
+    data = persistence.encode(server)
+    monkeypatch.undo()
+    assert data[21:25] == (2).to_bytes(4, "big")
+    state = persistence.decode(data, str(path), server.shared)
+    read = [box for box in state["sandboxes"] if box.rt.journal.next_id > 600][0].rt.journal
+    assert isinstance(read.entries, CallLog) and read.entries.blocks
+    assert [call.id for call in read.entries] == [call.id for call in journal.entries]
+    assert read.bytes < sum(call.size for call in journal.entries) / 2          # 216 of the 600 stay objects
