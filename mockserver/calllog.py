@@ -95,7 +95,9 @@ class Block:
         rows = [call.row(index.setdefault(id(call.operation), len(index))) for call in calls]
         operations = {id(call.operation): call.operation for call in calls}
         self.operations = tuple(operations[key] for key in index)
-        self.data = _compress(pickle.dumps(rows, pickle.HIGHEST_PROTOCOL))
+        # a copy of its exact size: the compressor's bytes keep the whole buffer it wrote into (the bound of
+        # the input's compressed size, about as large as the input) behind the few bytes they say they hold
+        self.data = bytes(memoryview(_compress(pickle.dumps(rows, pickle.HIGHEST_PROTOCOL))))
         self.low = min(call.id for call in calls)
         self.high = max(call.id for call in calls)
         self.count, self.skip = len(calls), 0

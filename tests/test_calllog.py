@@ -2,12 +2,13 @@
 bounded, and far smaller than the calls kept as objects."""
 
 import pickle
+import tracemalloc
 from collections import deque
 
 from starlette.testclient import TestClient
 
 from conftest import ADMIN, APP, PROJECT
-from mockserver.calllog import BLOCK, Call, CallLog
+from mockserver.calllog import BLOCK, Block, Call, CallLog
 from mockserver import persistence
 from mockserver.journal import Budget, Journal
 
@@ -157,3 +158,19 @@ def test_a_state_file_of_format_2_is_read_and_its_journals_packed(make_server, t
     assert isinstance(read.entries, CallLog) and read.entries.blocks
     assert [call.id for call in read.entries] == [call.id for call in journal.entries]
     assert read.bytes < sum(call.size for call in journal.entries) / 2          # 216 of the 600 stay objects
+
+
+def test_a_block_holds_no_more_memory_than_the_bytes_it_counts():
+    """The compressor's output keeps its whole work buffer (as large as the input) behind the few bytes it
+    holds: a block keeps an exact copy instead. tracemalloc sees what was really allocated."""
+    journal = Journal(10_000)
+    _fill(journal, BLOCK)
+    calls = list(journal.entries)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        block = Block(calls)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 2 * block.bytes < sum(call.size for call in calls) / 5
