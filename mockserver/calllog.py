@@ -1,7 +1,7 @@
 """One journaled call (`Call`), and the order a journal keeps its calls in (`CallLog`).
 
-The newest calls are kept as objects; every BLOCK calls that fall behind the newest BLOCK are packed
-into one `Block`: their fields pickled together and compressed with zstd (level 1). A fleet's calls
+The newest calls (KEEP to KEEP + BLOCK - 1 of them) are kept as objects; every BLOCK calls that fall
+behind the newest KEEP are packed into one `Block`: their fields pickled together and compressed with zstd (level 1). A fleet's calls
 repeat themselves (the same polls, headers and replies), so a block holds a call in about a twentieth
 of the bytes the object needs (bench/journal_memory.py), for about 2 us of CPU per call. Reading the
 newest calls (`latest`, the inspector's first page) touches no block; a filter over the whole journal
@@ -17,7 +17,8 @@ from collections import deque
 import orjson
 import zstandard
 
-BLOCK = 128                     # calls packed together
+BLOCK = 128                     # calls packed together (64: 182 bytes a call; 128: 110; 256: no better)
+KEEP = 32                       # the newest calls always kept as objects (a read of the last 20 unpacks nothing)
 BLOCK_OVERHEAD = 200            # bytes a block costs besides its compressed bytes: the object, its operations
 _compress = zstandard.ZstdCompressor(level=1).compress
 _decompress = zstandard.ZstdDecompressor().decompress
@@ -130,7 +131,7 @@ class CallLog:
     def append(self, call):
         self.recent.append(call)
         self.length += 1
-        if len(self.recent) < 2 * BLOCK:
+        if len(self.recent) < BLOCK + KEEP:
             return call.size
         packed = [self.recent.popleft() for _ in range(BLOCK)]
         block = Block(packed)

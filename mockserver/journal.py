@@ -203,8 +203,8 @@ class Journal:
                     response, truncated, b"\n".join(map(b": ".join, reply_headers)), header_lines(headers),
                     None if drift is None else orjson.dumps(drift))
         added = 0
-        if len(self.entries) >= self.size:       # full: the oldest goes first (a journal of fewer than 2 * BLOCK
-            added -= self.entries.drop_oldest()  # calls then never packs)
+        if len(self.entries) >= self.size:       # full: the oldest goes first (a journal of fewer than
+            added -= self.entries.drop_oldest()  # BLOCK + KEEP calls then never packs)
             self.dropped += 1
         added += self.entries.append(call)
         self.bytes += added
