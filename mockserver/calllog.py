@@ -12,6 +12,7 @@ the last of them goes, and a trim by bytes gives up whole blocks.
 """
 
 import pickle
+import threading
 from collections import deque
 
 import orjson
@@ -20,8 +21,15 @@ import zstandard
 BLOCK = 128                     # calls packed together (64: 182 bytes a call; 128: 110; 256: no better)
 KEEP = 32                       # the newest calls always kept as objects (a read of the last 20 unpacks nothing)
 BLOCK_OVERHEAD = 200            # bytes a block costs besides its compressed bytes: the object, its operations
-_compress = zstandard.ZstdCompressor(level=1).compress
-_decompress = zstandard.ZstdDecompressor().decompress
+_codecs = threading.local()     # a compressor and a decompressor per thread: they are not safe to share (a mock
+                                # in a thread of a test process, beside another in the main thread)
+
+
+def _codec():
+    codec = getattr(_codecs, "pair", None)
+    if codec is None:
+        codec = _codecs.pair = (zstandard.ZstdCompressor(level=1), zstandard.ZstdDecompressor())
+    return codec
 
 OVERHEAD = 480                  # bytes a call kept as an object costs besides its strings and bodies: the object,
                                 # the headers of its strings, numbers and the allocator's own (heap measured per
@@ -50,10 +58,12 @@ class Call:
                      + len(request_id or "") + len(drift or b""))
 
     def row(self, operation):
-        """The call's fields as a tuple (the arguments of `Call`), its operation given as `operation`."""
+        """The call's fields as a tuple (the arguments of `Call`), its operation given as `operation`. Calls kept
+        by earlier versions may lack the headers and drift slots: they are packed without them."""
         return (self.id, self.at, self.method, self.path, operation, self.status, self.duration, self.rule,
-                self.request_id, self.token, self.request, self.response, self.truncated, self.reply_headers,
-                self.request_headers, getattr(self, "drift", None))
+                self.request_id, self.token, self.request, self.response, self.truncated,
+                getattr(self, "reply_headers", b""), getattr(self, "request_headers", b""),
+                getattr(self, "drift", None))
 
     def findings(self):
         """The drift findings of a forwarded call (a list), or None for a call the mock answered."""
@@ -98,7 +108,7 @@ class Block:
         self.operations = tuple(operations[key] for key in index)
         # a copy of its exact size: the compressor's bytes keep the whole buffer it wrote into (the bound of
         # the input's compressed size, about as large as the input) behind the few bytes they say they hold
-        self.data = bytes(memoryview(_compress(pickle.dumps(rows, pickle.HIGHEST_PROTOCOL))))
+        self.data = bytes(memoryview(_codec()[0].compress(pickle.dumps(rows, pickle.HIGHEST_PROTOCOL))))
         self.low = min(call.id for call in calls)
         self.high = max(call.id for call in calls)
         self.count, self.skip = len(calls), 0
@@ -107,7 +117,7 @@ class Block:
     def calls(self):
         """Its calls still kept, oldest first (new objects each time)."""
         operations = self.operations
-        rows = pickle.loads(_decompress(self.data))
+        rows = pickle.loads(_codec()[1].decompress(self.data))
         return [Call(*row[:4], operations[row[4]], *row[5:]) for row in rows[self.skip:]]
 
 

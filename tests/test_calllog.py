@@ -2,6 +2,8 @@
 bounded, and far smaller than the calls kept as objects."""
 
 import pickle
+import random
+import threading
 import tracemalloc
 from collections import deque
 
@@ -174,3 +176,45 @@ def test_a_block_holds_no_more_memory_than_the_bytes_it_counts():
     finally:
         tracemalloc.stop()
     assert held < 2 * block.bytes < sum(call.size for call in calls) / 5
+
+
+def test_two_threads_pack_and_read_blocks_at_once():
+    """A mock served in a thread of a test process beside another in the main thread: each thread packs with
+    a compressor of its own (a shared one mixed up blocks that were packed at the same time)."""
+    def calls(seed):
+        rng = random.Random(seed)
+        return [Call(i, float(i), "GET", f"/t/{seed}", None, 200, 0.001, None, f"{seed}-{i}", None, b"[{},null]",
+                     bytes(rng.getrandbits(8) for _ in range(300)), None) for i in range(BLOCK)]
+    failures = []
+
+    def work(seed):
+        batch = calls(seed)
+        expected = [call.response for call in batch]
+        for _ in range(150):
+            try:
+                if [call.response for call in Block(batch).calls()] != expected:
+                    failures.append("mixed up")
+            except Exception as error:            # a block that no longer decompresses
+                failures.append(repr(error))
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in (1, 2, 3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+
+
+def test_calls_of_the_first_saved_format_lack_slots_and_are_still_packed():
+    """The first journals saved had no header or drift slots on their calls: packed with empty ones."""
+    old = []
+    for i in range(1, BLOCK + KEEP + 1):
+        call = Call.__new__(Call)
+        for name, value in (("id", i), ("at", float(i)), ("method", "GET"), ("path", "/organization"),
+                            ("operation", None), ("status", 200), ("duration", 0.001), ("rule", None),
+                            ("request_id", f"r{i}"), ("token", None), ("request", b"[{},null]"),
+                            ("response", b"{}"), ("truncated", None), ("size", 500)):
+            object.__setattr__(call, name, value)
+        old.append(call)
+    log = CallLog(old)
+    assert log.blocks and [call.request_id for call in log] == [f"r{i}" for i in range(1, BLOCK + KEEP + 1)]
+    assert next(iter(log)).response_headers() == [] and next(iter(log)).findings() is None
