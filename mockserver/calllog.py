@@ -1,11 +1,12 @@
 """One journaled call (`Call`), and the order a journal keeps its calls in (`CallLog`).
 
 The newest calls (KEEP to KEEP + BLOCK - 1 of them) are kept as objects; every BLOCK calls that fall
-behind the newest KEEP are packed into one `Block`: their fields pickled together and compressed with zstd (level 1). A fleet's calls
-repeat themselves (the same polls, headers and replies), so a block holds a call in about a twentieth
-of the bytes the object needs (bench/journal_memory.py), for about 2 us of CPU per call. Reading the
-newest calls (`latest`, the inspector's first page) touches no block; a filter over the whole journal
-unpacks each block once, about 1 us a call.
+behind the newest KEEP are packed into one `Block`: pickled and compressed with zstd (level 1), the
+small fields filters read (HEADS) apart from the bodies and headers (BODIES). A fleet's calls repeat
+themselves (the same polls, headers and replies), so a block holds a call in about a twentieth of the
+bytes the object needs, for about 2 us of CPU a call (BENCHMARKS.md, follow-up 4). Reading the newest
+calls (`latest`, `?limit=20`) touches no block; a filter or a count over the whole journal unpacks the
+HEADS of each block, about 1 us a call, and the BODIES only of blocks with a call it returns.
 
 A block lets go of its memory only as a whole: calls given up by count from its front are skipped until
 the last of them goes, and a trim by bytes gives up whole blocks.
@@ -54,8 +55,12 @@ class Call:
         self.request, self.response, self.truncated = request, response, truncated
         self.request_headers, self.reply_headers = request_headers, reply_headers
         self.drift = drift
-        self.size = (OVERHEAD + len(path) + len(request) + len(request_headers) + len(response) + len(reply_headers)
-                     + len(request_id or "") + len(drift or b""))
+        self.size = self.measure()
+
+    def measure(self):
+        """The bytes the call is counted for, kept as an object."""
+        return (OVERHEAD + len(self.path) + len(self.request) + len(self.request_headers) + len(self.response)
+                + len(self.reply_headers) + len(self.request_id or "") + len(getattr(self, "drift", None) or b""))
 
     def row(self, operation):
         """The call's fields as a tuple (the arguments of `Call`), its operation given as `operation`. Calls kept
@@ -95,30 +100,86 @@ def _lines(block):
     return [tuple(line.split(": ", 1)) for line in block.decode("latin-1").split("\n")]
 
 
-class Block:
-    """BLOCK calls packed: their rows pickled and compressed. Operations (shared objects of the compiled
-    document) stay objects, in `operations`; a row names its own by index there."""
+HEADS = ("id", "at", "method", "path", "operation", "status", "duration", "rule", "request_id", "token",
+         "truncated")                               # what filters, counts and the inspector's rows read
+BODIES = ("request", "response", "reply_headers", "request_headers", "drift")    # the rest: read for a match
 
-    __slots__ = ("data", "operations", "low", "high", "count", "skip", "bytes")
+
+class Block:
+    """BLOCK calls packed: the fields of HEADS and of BODIES pickled apart and compressed apart, so that a
+    filter or a count over the journal unpacks only the small part. Operations (shared objects of the
+    compiled document) stay objects, in `operations`; a row names its own by index there."""
+
+    __slots__ = ("heads", "bodies", "operations", "low", "high", "count", "skip", "bytes")
 
     def __init__(self, calls):
         index = {}
         rows = [call.row(index.setdefault(id(call.operation), len(index))) for call in calls]
         operations = {id(call.operation): call.operation for call in calls}
         self.operations = tuple(operations[key] for key in index)
-        # a copy of its exact size: the compressor's bytes keep the whole buffer it wrote into (the bound of
-        # the input's compressed size, about as large as the input) behind the few bytes they say they hold
-        self.data = bytes(memoryview(_codec()[0].compress(pickle.dumps(rows, pickle.HIGHEST_PROTOCOL))))
+        self.heads = _pack([row[:10] + (row[12],) for row in rows])
+        self.bodies = _pack([(row[10], row[11], row[13], row[14], row[15]) for row in rows])
         self.low = min(call.id for call in calls)
         self.high = max(call.id for call in calls)
         self.count, self.skip = len(calls), 0
-        self.bytes = len(self.data) + BLOCK_OVERHEAD
+        self.bytes = len(self.heads) + len(self.bodies) + BLOCK_OVERHEAD
 
     def calls(self):
-        """Its calls still kept, oldest first (new objects each time)."""
-        operations = self.operations
-        rows = pickle.loads(_codec()[1].decompress(self.data))
-        return [Call(*row[:4], operations[row[4]], *row[5:]) for row in rows[self.skip:]]
+        """Its calls still kept, oldest first (new objects each time). Their HEADS are read at once, their
+        BODIES the first time one of them is asked for (then for the whole block)."""
+        operations, skip = self.operations, self.skip
+        bodies = _Bodies(self.bodies, skip)
+        calls = []
+        for index, head in enumerate(_unpack(self.heads)[skip:]):
+            call = PackedCall.__new__(PackedCall)
+            (call.id, call.at, call.method, call.path, operation, call.status, call.duration, call.rule,
+             call.request_id, call.token, call.truncated) = head
+            call.operation, call.unpacked, call.place = operations[operation], bodies, index
+            calls.append(call)
+        return calls
+
+
+def _pack(rows):
+    # a copy of its exact size: the compressor's bytes keep the whole buffer it wrote into (the bound of
+    # the input's compressed size, about as large as the input) behind the few bytes they say they hold
+    return bytes(memoryview(_codec()[0].compress(pickle.dumps(rows, pickle.HIGHEST_PROTOCOL))))
+
+
+def _unpack(data):
+    return pickle.loads(_codec()[1].decompress(data))
+
+
+class _Bodies:
+    """The BODIES of one reading of a block, unpacked when a call of it first needs them."""
+
+    __slots__ = ("data", "skip", "rows")
+
+    def __init__(self, data, skip):
+        self.data, self.skip, self.rows = data, skip, None
+
+    def row(self, index):
+        if self.rows is None:
+            self.rows = _unpack(self.data)[self.skip:]
+        return self.rows[index]
+
+
+class PackedCall(Call):
+    """A call read back from a block: its BODIES come the first time one is read."""
+
+    __slots__ = ("unpacked", "place")
+
+    def __getattr__(self, name):                 # only for a slot not set yet: a field of BODIES, or the size
+        if name == "size":
+            self.size = self.measure()
+            return self.size
+        if name not in BODIES:
+            raise AttributeError(name)
+        (self.request, self.response, self.reply_headers, self.request_headers,
+         self.drift) = self.unpacked.row(self.place)
+        return object.__getattribute__(self, name)
+
+    def __reduce__(self):                        # kept apart from its block: as a whole Call
+        return Call, self.row(self.operation)
 
 
 class CallLog:

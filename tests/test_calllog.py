@@ -10,7 +10,7 @@ from collections import deque
 from starlette.testclient import TestClient
 
 from conftest import ADMIN, APP, PROJECT
-from mockserver.calllog import BLOCK, KEEP, Block, Call, CallLog
+from mockserver.calllog import BLOCK, KEEP, Block, Call, CallLog, PackedCall
 from mockserver import persistence
 from mockserver.journal import Budget, Journal
 
@@ -218,3 +218,20 @@ def test_calls_of_the_first_saved_format_lack_slots_and_are_still_packed():
     log = CallLog(old)
     assert log.blocks and [call.request_id for call in log] == [f"r{i}" for i in range(1, BLOCK + KEEP + 1)]
     assert next(iter(log)).response_headers() == [] and next(iter(log)).findings() is None
+
+
+def test_a_filter_unpacks_only_the_small_part_of_a_block():
+    """Filters, counts and the inspector's rows read HEADS; the bodies of a block are unpacked once, when a
+    call of it is first asked for one."""
+    journal = Journal(10_000)
+    _fill(journal, 1000)
+    calls = list(journal.entries)
+    packed = [call for call in calls if isinstance(call, PackedCall)]
+    assert len(packed) == len(journal.entries.blocks) * BLOCK
+    assert [call.id for call in calls if call.status == 404 and call.method == "GET"]      # heads only
+    assert all(call.unpacked.rows is None for call in packed)
+    assert packed[1].response == b'{"state":"DEPLOYED","n":1}' and packed[1].size > 0
+    assert packed[0].unpacked.rows is not None and packed[0].unpacked is packed[1].unpacked
+    assert packed[BLOCK].unpacked.rows is None                                               # the next block not
+    copy = pickle.loads(pickle.dumps(packed[7]))                                             # alone: a whole Call
+    assert type(copy) is Call and copy.parts() == packed[7].parts() and copy.request_id == "req-7"
