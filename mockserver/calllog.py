@@ -22,6 +22,11 @@ import zstandard
 BLOCK = 128                     # calls packed together (64: 182 bytes a call; 128: 110; 256: no better)
 KEEP = 32                       # the newest calls always kept as objects (a read of the last 20 unpacks nothing)
 BLOCK_OVERHEAD = 200            # bytes a block costs besides its compressed bytes: the object, its operations
+OVERHEAD = 480                  # bytes a call kept as an object costs besides its strings and bodies: the object,
+                                # the headers of its strings, numbers and the allocator's own (heap measured per
+                                # call: 1,820 bytes for a GET status, counted 1,697 with 360 here, 1,817 with 480;
+                                # bench/journal_memory.py; under jemalloc, whose size classes round each block
+                                # up, 0.95-1.04 of it counted)
 _codecs = threading.local()     # a compressor and a decompressor per thread: they are not safe to share (a mock
                                 # in a thread of a test process, beside another in the main thread)
 
@@ -31,12 +36,6 @@ def _codec():
     if codec is None:
         codec = _codecs.pair = (zstandard.ZstdCompressor(level=1), zstandard.ZstdDecompressor())
     return codec
-
-OVERHEAD = 480                  # bytes a call kept as an object costs besides its strings and bodies: the object,
-                                # the headers of its strings, numbers and the allocator's own (heap measured per
-                                # call: 1,820 bytes for a GET status, counted 1,697 with 360 here, 1,817 with 480;
-                                # bench/journal_memory.py; under jemalloc, whose size classes round each block
-                                # up, 0.95-1.04 of it counted)
 
 
 class Call:
