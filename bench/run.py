@@ -321,6 +321,11 @@ def scale(port):
 
 
 # ------------------------------------------------------------------ report
+def server_label(row):
+    """A server's name in a table, with the allocator it ran under when it said."""
+    return f"{row['server']} ({row['allocator']})" if row.get("allocator") else row["server"]
+
+
 def markdown(report):
     lines = [f"Benchmark of {report['date']} on {report['cpus']} CPUs (load average {report['load_before']:.1f} before, "
              f"{report['load_after']:.1f} after). Server on CPU 0, wrk on CPU 1; wrk -t1 -c8, {report['runs']} runs of "
@@ -331,7 +336,7 @@ def markdown(report):
         lines += ["| server | request | req/s | spread (min-max) | p50 ms | p99 ms | errors | vs bare | CPU µs/req | "
                   "vs bare by CPU |",
                   "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-        lines += [f"| {r['server']}{' (' + r['allocator'] + ')' if r.get('allocator') else ''} | {r['request']} | {r['rps']:.0f} | {r['rps_min']:.0f}-{r['rps_max']:.0f} | "
+        lines += [f"| {server_label(r)} | {r['request']} | {r['rps']:.0f} | {r['rps_min']:.0f}-{r['rps_max']:.0f} | "
                   f"{r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['errors']} | {r['vs_bare']:.2f} | "
                   f"{r.get('cpu_us', 0):.1f} | {r.get('vs_bare_cpu', 0):.2f} |"
                   for r in report["throughput"]]
@@ -346,7 +351,7 @@ def markdown(report):
                   "| server | request | req/s | spread (min-max) | req/s vs mock | CPU µs/request | CPU vs mock "
                   "| errors |",
                   "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-        lines += [f"| {r['server']}{' (' + r['allocator'] + ')' if r.get('allocator') else ''} | {r['request']} | {r['rps']:.0f} | {r['rps_min']:.0f}-{r['rps_max']:.0f} | "
+        lines += [f"| {server_label(r)} | {r['request']} | {r['rps']:.0f} | {r['rps_min']:.0f}-{r['rps_max']:.0f} | "
                   f"{r['vs_mock']:.3f} | {r['cpu_us']:.1f} | {r['cpu_vs_mock']:.3f} | {r['errors']} |"
                   for r in report["variants"]]
     s = report.get("scale")

@@ -112,10 +112,10 @@ class Block:
     __slots__ = ("heads", "bodies", "operations", "low", "high", "count", "skip", "bytes")
 
     def __init__(self, calls):
-        index = {}
-        rows = [call.row(index.setdefault(id(call.operation), len(index))) for call in calls]
-        operations = {id(call.operation): call.operation for call in calls}
-        self.operations = tuple(operations[key] for key in index)
+        operations = {}                          # id -> (index, operation), in the order first met
+        rows = [call.row(operations.setdefault(id(call.operation), (len(operations), call.operation))[0])
+                for call in calls]
+        self.operations = tuple(operation for _, operation in operations.values())
         self.heads = _pack([row[:10] + (row[12],) for row in rows])
         self.bodies = _pack([(row[10], row[11], row[13], row[14], row[15]) for row in rows])
         self.low = min(call.id for call in calls)
@@ -228,6 +228,10 @@ class CallLog:
         calls = block.count - block.skip
         self.length -= calls
         return calls, block.bytes
+
+    def held(self):
+        """The bytes the log is counted for: its blocks' and its unpacked calls'."""
+        return sum(block.bytes for block in self.blocks) + sum(call.size for call in self.recent)
 
     def clear(self):
         self.blocks.clear()

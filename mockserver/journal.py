@@ -154,7 +154,7 @@ class Journal:
             object.__setattr__(self, name, value)
         if isinstance(self.entries, deque):      # kept by an earlier version: its calls packed as this one packs
             self.entries = CallLog(self.entries)
-            self.bytes = sum(block.bytes for block in self.entries.blocks) + sum(c.size for c in self.entries.recent)
+            self.bytes = self.entries.held()
         if self.budget is not None:
             self.budget.join(self)
 

@@ -60,7 +60,7 @@ def test_packed_calls_take_a_fraction_of_the_bytes_of_calls_kept_as_objects():
     _fill(journal, 2000)
     as_objects = sum(Call(*call.row(call.operation)).size for call in journal.entries)
     assert journal.bytes < as_objects / 5
-    assert journal.bytes == sum(block.bytes for block in journal.entries.blocks) + sum(
+    assert journal.bytes == journal.entries.held() == sum(block.bytes for block in journal.entries.blocks) + sum(
         call.size for call in journal.entries.recent)
 
 
