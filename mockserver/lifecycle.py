@@ -13,6 +13,7 @@ applies what must happen once: webhook events and the durable effects of an end.
 import heapq
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 # step plans: (step name, state while the step runs, duration in seconds at speed 1)
 GIT_BUILD = [("REGISTRY_CREATE_REPOSITORY", "BUILDING", 1), ("GIT_CLONE", "BUILDING", 1),
@@ -48,7 +49,18 @@ SOURCES = {"APPLICATION": "git", "CONTAINER": "image", "DATABASE": "chart", "HEL
            "JOB": "git"}
 
 
-@dataclass(eq=False)
+@lru_cache(maxsize=4096)
+def _details(steps, done, failed):
+    """The `details` of a request's finished steps: the first `done` succeeded, and with `failed` the next one
+    ended in error. One shared list per (plan, done, failed), since a service's requests repeat the same few
+    (read only, like every reply part that is kept)."""
+    out = [{"step_name": name, "status": "SUCCESS", "duration_sec": reported} for name, _, _, reported in steps[:done]]
+    if failed:
+        out.append({"step_name": steps[done][0], "status": "ERROR", "duration_sec": steps[done][3]})
+    return out
+
+
+@dataclass(eq=False, slots=True)
 class Request:
     id: str
     target: str                 # service or cluster id
@@ -82,6 +94,15 @@ class Request:
     ended_at: float | None = None
     marks: dict = field(default_factory=dict)   # position -> clock time of the read that reached it
 
+    def __setstate__(self, state):
+        """A request read back: pickle's (None, slots) or, from a world saved before requests had slots,
+        the attribute dict."""
+        if isinstance(state, tuple):
+            state = {**(state[0] or {}), **state[1]}
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        self.steps = tuple(self.steps)            # a list before plans were shared
+
     @property
     def end(self):
         if self.cancelled_at is not None:
@@ -110,24 +131,24 @@ class Request:
     def _phase(self, now):
         queued, done, _, _ = ACTIONS[self.action]
         if self.cancelled_at is not None and now >= self.cancelled_at:
-            return "CANCELED", "CANCELED", self._details(self._completed(self.cancelled_at)), False
+            return "CANCELED", "CANCELED", _details(self.steps, self._completed(self.cancelled_at), False), False
         if self.by_reads is not None:
             return self._read_phase()
         if now < self.start:
             return queued, "QUEUED", [], None
         at = self.start
-        details = []
-        for index, (name, state, seconds, reported) in enumerate(self.steps):
-            if index == self.stall_at:
-                return state, "ONGOING", details, None
-            if now < at + seconds:
-                return state, "ONGOING", details, None
+        for index, (_, state, seconds, _) in enumerate(self.steps):
+            if index == self.stall_at or now < at + seconds:
+                return state, "ONGOING", _details(self.steps, index, False), None
             at += seconds
             if index == self.fail_at:
-                details.append({"step_name": name, "status": "ERROR", "duration_sec": reported})
-                return self.fail_state or ERROR_STATES.get(state, "DEPLOYMENT_ERROR"), "ERROR", details, False
-            details.append({"step_name": name, "status": "SUCCESS", "duration_sec": reported})
-        return done, "SUCCESS", details, True
+                return self._failed(index, state)
+        return done, "SUCCESS", _details(self.steps, len(self.steps), False), True
+
+    def _failed(self, index, state):
+        """The phase of a request whose step `index` (running in `state`) failed."""
+        return (self.fail_state or ERROR_STATES.get(state, "DEPLOYMENT_ERROR"), "ERROR",
+                _details(self.steps, index, True), False)
 
     # ------------------------------------------------------------ progress by status reads
     @property
@@ -174,15 +195,12 @@ class Request:
         queued, done, _, _ = ACTIONS[self.action]
         if self.position == 0:
             return queued, "QUEUED", [], None
-        details = []
-        for index, (name, state, _, reported) in enumerate(self.steps):
+        for index, (_, state, _, _) in enumerate(self.steps):
             if index + 1 == self.position and self.ended_at is None:
-                return state, "ONGOING", details, None
+                return state, "ONGOING", _details(self.steps, index, False), None
             if index == self.fail_at:
-                details.append({"step_name": name, "status": "ERROR", "duration_sec": reported})
-                return self.fail_state or ERROR_STATES.get(state, "DEPLOYMENT_ERROR"), "ERROR", details, False
-            details.append({"step_name": name, "status": "SUCCESS", "duration_sec": reported})
-        return done, "SUCCESS", details, True
+                return self._failed(index, state)
+        return done, "SUCCESS", _details(self.steps, len(self.steps), False), True
 
     def _completed(self, now):
         if self.by_reads is not None:
@@ -195,21 +213,22 @@ class Request:
             done += 1
         return done
 
-    def _details(self, count):
-        return [{"step_name": name, "status": "SUCCESS", "duration_sec": reported}
-                for name, _, _, reported in self.steps[:count]]
-
 
 def plan(action, service_type, speed=1.0, durations=None, source=None):
     """The steps of an action, with scenario duration overrides and the speed factor applied; `source`
-    ("git" or "image") overrides the kind's usual one (a job runs an image or builds from git)."""
+    ("git" or "image") overrides the kind's usual one (a job runs an image or builds from git). A tuple
+    shared by every request with the same plan (a busy service keeps thousands of requests)."""
     source = (source or SOURCES.get(service_type)) if action == "DEPLOY" else None
-    durations = durations or {}
-    out = []
+    return _plan(action, source, speed, tuple(sorted((durations or {}).items())))
+
+
+@lru_cache(maxsize=1024)
+def _plan(action, source, speed, durations):
+    durations, out = dict(durations), []
     for name, state, seconds in PLANS[(action, source)]:
         reported = int(durations.get(name, seconds))
         out.append((name, state, reported / speed, reported))
-    return out
+    return tuple(out)
 
 
 class Lifecycle:

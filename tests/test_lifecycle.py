@@ -14,6 +14,7 @@ import time
 import httpx
 import orjson
 import pytest
+from starlette.testclient import TestClient
 
 from conftest import ADMIN, APP, CONTAINER, DATABASE, DEPLOY, ENV, HELM, JOB, REGISTRY, TERRAFORM
 
@@ -540,3 +541,77 @@ def test_the_background_loop_pumps_a_world_only_once_something_fell_due(server, 
         assert all(at > step for at, *_ in rt.lifecycle.due)
     finally:
         del rt.pump
+
+
+# ---------------------------------------------------------------- what a long history keeps
+def test_a_finished_request_reads_the_same_in_history_after_later_deploys(client):
+    """Requests of one service share their plan and step details: an older one reads exactly as it did
+    while it was the latest."""
+    app = create_app(client)
+    deploy(client, "application", app)
+    advance(client, APP_DEPLOY_SECONDS)
+    latest_then = client.get(f"/application/{app}/deploymentHistory").json()["results"][0]
+    status_then = status(client, "application", app)
+    for _ in range(3):
+        deploy(client, "application", app)
+        advance(client, APP_DEPLOY_SECONDS)
+    history = client.get(f"/application/{app}/deploymentHistory").json()["results"]
+    assert len(history) == 4 and history[3] == latest_then
+    now = status(client, "application", app)
+    assert now["steps"] == status_then["steps"] and now["deployment_requests_count"] == 4
+    assert [s["step_name"] for s in now["steps"]["details"]] == APP_STEPS
+
+
+def test_a_deploy_keeps_under_2_kib_once_it_has_ended(make_server):
+    """A busy service's history grows by one request a deploy, for as long as the world lives: the plan's
+    steps and the replies' step details are shared by every request with the same plan (each request kept
+    5.3 KiB before; under 1 KiB since)."""
+    import gc
+    import tracemalloc
+    server = make_server(journal_size=20)            # the journal stays at its bound while this measures
+    with TestClient(server, base_url="http://mock", headers=ADMIN) as client:
+        app = create_app(client)
+
+        def deploys(count):
+            for _ in range(count):
+                deploy(client, "application", app)
+                advance(client, APP_DEPLOY_SECONDS)
+                status(client, "application", app)
+        deploys(30)
+        tracemalloc.start()
+        try:
+            gc.collect()                               # the test client's own cycles are not the world's
+            before = tracemalloc.get_traced_memory()[0]
+            deploys(200)
+            gc.collect()
+            held = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        assert client.get(f"/application/{app}/deploymentHistory?page=1&page_size=1").json()["pagination"]["total_count"] == 230
+    assert held / 200 < 2048, f"{held / 200:.0f} bytes kept a deploy"
+
+
+def test_a_request_saved_before_requests_had_slots_reads_back():
+    """Worlds saved by an earlier version hold requests pickled with their attribute dict."""
+    import copyreg
+    import pickle
+
+    from mockserver.lifecycle import Request, plan
+
+    class Old:                                        # what an earlier version wrote: the class, then a dict
+        def __reduce__(self):
+            return copyreg._reconstructor, (Request, object, None), {
+                "id": "r1", "target": "t1", "org": "o1", "queue": "e1", "action": "DEPLOY",
+                "service_type": "APPLICATION", "name": "web", "created_at": 0.0,
+                "steps": list(plan("DEPLOY", "APPLICATION")), "start": 1.0, "ready": 1.0, "effects": [],
+                "marks": {}, "outcome": None, "by_reads": None, "cancelled_at": None, "stall_at": None,
+                "fail_at": None, "fail_state": None, "number": 1, "rev": 0, "commit": None, "call_id": None,
+                "triggered_by": "api", "origin": "API", "started_emitted": True, "finished": True, "reads": 0,
+                "position": 0, "ended_at": None}
+
+    request = pickle.loads(pickle.dumps(Old()))
+    assert type(request) is Request and type(request.steps) is tuple
+    state, status_, details, success = request.phase(100.0)
+    assert (state, status_, success) == ("DEPLOYED", "SUCCESS", True)
+    assert [step["step_name"] for step in details] == APP_STEPS
+    assert pickle.loads(pickle.dumps(request)).phase(100.0) == request.phase(100.0)
