@@ -243,6 +243,14 @@ class CallLog:
             yield from block.calls()
         yield from list(self.recent)
 
+    def after(self, ident):
+        """The calls a filter on ids above `ident` must look at, oldest first: every call but those of blocks
+        whose ids are all at or below it (not unpacked). Some returned may still be at or below `ident`."""
+        for block in list(self.blocks):
+            if block.high > ident:
+                yield from block.calls()
+        yield from list(self.recent)
+
     def __reversed__(self):
         yield from reversed(list(self.recent))
         for block in reversed(list(self.blocks)):

@@ -191,7 +191,7 @@ async def call_rows(request):
     since = whole_number(params, "since", 0)
     limit = whole_number(params, "limit", PAGE, MAX_PAGE)
     journal = runtime_of(request).journal
-    matching = [call for call in journal.entries
+    matching = [call for call in journal.entries.after(since)      # a poll reads the newest blocks only
                 if call.id > since and not (wanted and mismatches(call, wanted))
                 and not (needle and not contains(call, needle))]
     end = len(matching) if before is None else bisect_left(matching, before, key=lambda call: call.id)

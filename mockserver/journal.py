@@ -18,6 +18,7 @@ import fnmatch
 import weakref
 from collections import deque
 from datetime import datetime
+from functools import lru_cache
 
 import orjson
 
@@ -249,7 +250,9 @@ class Journal:
 
     def select(self, filters):
         """Calls matching every given filter (see FILTERS), oldest first."""
-        return [call for call in self.entries if not mismatches(call, filters)]
+        since = str(filters.get("since") or "")
+        calls = self.entries.after(int(since)) if since.isdigit() else self.entries
+        return [call for call in calls if not mismatches(call, filters)]
 
     def latest(self, filters, limit):
         """The newest `limit` calls matching the filters, oldest first: read from the newest back, so the
@@ -332,6 +335,7 @@ def _status_matches(status, wanted):
     return str(status) == text
 
 
+@lru_cache(maxsize=64)                          # a filter is read once per call it is checked against
 def parse_since(wanted):
     """A call id (int) or an ISO 8601 time (seconds, rounded to microseconds); ValueError otherwise."""
     text = str(wanted)

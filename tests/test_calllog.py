@@ -235,3 +235,36 @@ def test_a_filter_unpacks_only_the_small_part_of_a_block():
     assert packed[BLOCK].unpacked.rows is None                                               # the next block not
     copy = pickle.loads(pickle.dumps(packed[7]))                                             # alone: a whole Call
     assert type(copy) is Call and copy.parts() == packed[7].parts() and copy.request_id == "req-7"
+
+
+def test_calls_after_an_id_skip_the_blocks_below_it_unread(monkeypatch):
+    """`since=<call id>` (a journal filter, the inspector's poll): blocks whose ids are all at or below it are
+    not unpacked, and what is found is what a full read finds."""
+    journal = Journal(10_000)
+    _fill(journal, 1000)
+    opened = []
+    calls = Block.calls
+    monkeypatch.setattr(Block, "calls", lambda block: opened.append(block.low) or calls(block))
+    since = journal.entries.blocks[-1].high - 5              # inside the newest block
+    assert [call.id for call in journal.select({"since": str(since)})] == list(range(since + 1, 1001))
+    assert opened == [journal.entries.blocks[-1].low]
+    assert [c.id for c in journal.select({"since": "0", "status": "404"})] == \
+        [i + 1 for i in range(1000) if i % 11 == 0]            # since 0: every block
+    assert len(opened) == 1 + len(journal.entries.blocks)
+
+
+def test_the_inspectors_poll_reads_only_the_calls_past_its_last_id(make_server, monkeypatch):
+    server = make_server(rate_limit=100_000)
+    with TestClient(server, base_url="http://mock", headers=ADMIN) as client:
+        for _ in range(500):
+            assert client.get(f"/application/{APP}/status").status_code == 200
+        last = client.get("/_mock/calls/rows", params={"limit": 1}).json()["last_id"]
+        assert client.post(f"/project/{PROJECT}/environmentVariable", json={"key": "NEW", "value": "v"}).status_code \
+            == 201
+        opened = []
+        calls = Block.calls
+        monkeypatch.setattr(Block, "calls", lambda block: opened.append(block) or calls(block))
+        polled = client.get("/_mock/calls/rows", params={"since": last, "limit": 50}).json()
+        assert opened == []                                   # every block is older than the last id seen
+        assert polled["total"] == 1 and polled["results"][0]["method"] == "POST"     # control calls are not kept
+        assert polled["journal_total"] == len(server.rt.journal.entries)
