@@ -335,10 +335,13 @@ def _status_matches(status, wanted):
     return str(status) == text
 
 
-@lru_cache(maxsize=64)                          # a filter is read once per call it is checked against
 def parse_since(wanted):
     """A call id (int) or an ISO 8601 time (seconds, rounded to microseconds); ValueError otherwise."""
-    text = str(wanted)
+    return _parse_since(str(wanted))                 # a list or an object from a JSON body: a ValueError too
+
+
+@lru_cache(maxsize=64)                          # a filter is read once per call it is checked against
+def _parse_since(text):
     if text.isdigit():
         return int(text)
     return round(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp(), 6)

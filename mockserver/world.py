@@ -67,7 +67,12 @@ def _plain(cls, dispatch):
 
 def set_attributes(obj, state):
     """Rebuild an object by setting its attributes (pickle's default fills its `__dict__` instead, which
-    leaves the object with a dict of its own: every attribute read of the world was then 2-4x slower)."""
+    leaves the object with a dict of its own: every attribute read of the world was then 2-4x slower).
+    A class that has since gained a `__setstate__` (one saved as plain before) reads its state that way."""
+    setstate = getattr(type(obj), "__setstate__", None)
+    if setstate is not None:
+        setstate(obj, state)
+        return
     for name, value in state.items():
         object.__setattr__(obj, name, value)
 

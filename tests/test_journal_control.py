@@ -389,6 +389,9 @@ def test_unreadable_since_is_400(busy):
     assert "since" in assert_error(busy.get("/_mock/calls", params={"since": "yesterday"}), 400)["message"]
     assert "since" in assert_error(busy.post("/_mock/calls/verify", json={"since": "yesterday", "count": 0}),
                                    400)["message"]
+    for shape in ([1], {"id": 1}):                  # a JSON body can send any shape: still the filter's 400
+        assert "since" in assert_error(busy.post("/_mock/calls/verify", json={"since": shape, "count": 0}),
+                                       400)["message"]
 
 
 # ---------------------------------------------------------------- coverage

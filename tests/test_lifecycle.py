@@ -615,3 +615,27 @@ def test_a_request_saved_before_requests_had_slots_reads_back():
     assert (state, status_, success) == ("DEPLOYED", "SUCCESS", True)
     assert [step["step_name"] for step in details] == APP_STEPS
     assert pickle.loads(pickle.dumps(request)).phase(100.0) == request.phase(100.0)
+
+
+def test_a_running_request_of_a_world_saved_before_requests_had_slots_reads_back(server, monkeypatch):
+    """The world pickler of earlier versions wrote requests as plain objects (rebuilt by
+    world.set_attributes, their steps a list): one still under way reads its phase and ends."""
+    import dataclasses
+
+    from mockserver import lifecycle, world
+    from mockserver.lifecycle import Request, plan
+
+    fields = [(f.name, f.type, f) for f in dataclasses.fields(Request)]
+    Before = dataclasses.make_dataclass("Request", [(name, kind, dataclasses.field(default=f.default,
+                                        default_factory=f.default_factory)) for name, kind, f in fields], eq=False)
+    Before.__module__, Before.__qualname__ = Request.__module__, "Request"
+    monkeypatch.setattr(lifecycle, "Request", Before)           # what the pickler finds by name while saving
+    old = Before(id="r1", target="t1", org="o1", queue="e1", action="DEPLOY", service_type="APPLICATION",
+                 name="web", created_at=0.0, steps=list(plan("DEPLOY", "APPLICATION")), start=1.0, ready=1.0)
+    data = world.dumps([old], server.shared)
+    monkeypatch.setattr(lifecycle, "Request", Request)
+    request, = world.loads(data, server.shared)
+    assert type(request) is Request and type(request.steps) is tuple
+    assert request.phase(3.5)[:2] == ("BUILDING", "ONGOING")
+    assert [step["step_name"] for step in request.phase(3.5)[2]] == APP_STEPS[:3]     # BUILD_QUEUEING takes 0 s
+    assert request.phase(100.0)[:2] == ("DEPLOYED", "SUCCESS")
