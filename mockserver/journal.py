@@ -250,8 +250,8 @@ class Journal:
 
     def select(self, filters):
         """Calls matching every given filter (see FILTERS), oldest first."""
-        since = str(filters.get("since") or "")
-        calls = self.entries.after(int(since)) if since.isdigit() else self.entries
+        since = parse_since(filters["since"]) if filters.get("since") not in (None, "") else None
+        calls = self.entries.after(since) if isinstance(since, int) else self.entries
         return [call for call in calls if not mismatches(call, filters)]
 
     def latest(self, filters, limit):
