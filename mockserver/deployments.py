@@ -9,7 +9,7 @@ an uninstall). Starting an action checks the conflicts the platform refuses (409
 import math
 
 from .clock import iso
-from .errors import ApiError, conflict
+from .errors import conflict
 from .lifecycle import ACTIONS, QUEUE_DELAY, Request, plan
 
 K8S_VERSIONS = ["1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34"]
@@ -87,15 +87,18 @@ class Deployments:
         request = Request(id=self.rt.new_id(), target=target, org=ctx.org, queue=queue, action=action,
                           service_type=service_type, name=name, created_at=ctx.now, steps=steps, call_id=ctx.call_id,
                           triggered_by=ctx.token.name if ctx.token else "fixtures")
-        request.fail_at = _step_index(steps, effects.get("fail_at"))
-        request.fail_state = effects.get("fail_state")
         if effects.get("reads"):
             request.by_reads = ("reads", effects["reads"])
         elif effects.get("reads_per_step"):
             request.by_reads = ("per_step", effects["reads_per_step"])
+        # a step this action's plan has not got (a stop builds nothing, nor does a service of an image):
+        # the rule's failure or stall is not for this action, which follows its plan
         request.stall_at = _step_index(steps, effects.get("stall_at"))
-        if request.fail_at is None and request.fail_state:
-            request.fail_at = len(steps) - 1
+        if effects.get("fail_at"):
+            request.fail_at = _step_index(steps, effects["fail_at"])
+            request.fail_state = effects.get("fail_state") if request.fail_at is not None else None
+        elif effects.get("fail_state"):
+            request.fail_at, request.fail_state = len(steps) - 1, effects["fail_state"]
         return request
 
     def target(self, params):
@@ -306,7 +309,8 @@ def _cluster_reason(entry, request, status, lock):
 
 
 def _step_index(steps, wanted):
-    """Index of the step named `wanted`, or of the first step running in state `wanted`."""
+    """Index of the step named `wanted`, or of the first step running in state `wanted`; None when the plan
+    has neither (the names themselves are checked when the scenario is loaded)."""
     if not wanted:
         return None
     for index, step in enumerate(steps):
@@ -315,4 +319,4 @@ def _step_index(steps, wanted):
     for index, step in enumerate(steps):
         if step[1] == wanted:
             return index
-    raise ApiError(400, f"deployment has no step or state {wanted}; steps: {', '.join(s[0] for s in steps)}")
+    return None

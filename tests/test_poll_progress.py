@@ -220,3 +220,32 @@ def test_the_inspector_timeline_places_steps_at_the_reads_that_reached_them(mock
     shown = request()
     assert shown["outcome"] == "DEPLOYED" and not shown["in_queue"]
     assert [s["status"] for s in shown["steps"]] == ["SUCCESS"] * 4
+
+
+def test_a_failure_at_a_step_an_action_has_not_got_leaves_that_action_to_its_plan(live_server):
+    """`poll_progress` with `fail_at: BUILD` for every action: the git deploy fails at its build; a
+    container (an image: no build) deploys, and a stop (no build either) stops, both by reads, where they
+    were refused with a 400 before."""
+    server = live_server("--clock", "manual")
+    with httpx.Client(base_url=server.url, headers=ADMIN, timeout=10) as http:
+        created = http.put("/_mock/sandboxes/fails", json={"poll_progress": {
+            "reads_per_step": 1, "fail_at": "BUILD", "state": "BUILD_ERROR"}})
+        assert created.status_code in (200, 201), created.text
+        box = "/sandbox/fails"
+        assert http.post(f"{box}/application/{APP}/deploy", json={}).status_code == 202
+        assert poll(http, f"{box}/application/{APP}/status", {"DEPLOYED", "BUILD_ERROR"})[-1] == "BUILD_ERROR"
+        deployed = http.post(f"{box}/container/{CONTAINER}/deploy", json={})
+        assert deployed.status_code == 202, deployed.text
+        states = poll(http, f"{box}/container/{CONTAINER}/status", {"DEPLOYED", "BUILD_ERROR", "DEPLOYMENT_ERROR"})
+        assert states[-1] == "DEPLOYED" and len(states) == 5          # 4 steps, one a read, by reads still
+        stopped = http.post(f"{box}/container/{CONTAINER}/stop", json={})
+        assert stopped.status_code == 202, stopped.text
+        assert stopped.headers["x-mock-rule"] == "poll-progress/stop"
+        assert poll(http, f"{box}/container/{CONTAINER}/status", {"STOPPED", "STOP_ERROR"})[-1] == "STOPPED"
+
+
+def test_a_stall_at_a_step_an_action_has_not_got_does_not_stall_it(mock):
+    http = mock()
+    scenario(http, {"stall": "BUILD", "reads_per_step": 1}, {"operation": "deployContainer"})
+    assert http.post(f"/container/{CONTAINER}/deploy").status_code == 202
+    assert poll(http, f"/container/{CONTAINER}/status", {"DEPLOYED"})[-1] == "DEPLOYED"
