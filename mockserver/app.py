@@ -16,7 +16,7 @@ import asyncio
 import hmac
 import logging
 import time
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import orjson
 
@@ -141,6 +141,8 @@ class MockServer(Server):
         try:
             name, path = choose(scope)
             if path.startswith("/_mock"):
+                if len(path) < len(scope["path"]):         # under /sandbox/{name}: its redirects stay there
+                    send = _within(scope["path"][:len(scope["path"]) - len(path)], send)
                 await self._control(scope, receive, cors.added(scope, send), name, path)
                 return
             if name not in self.sandboxes.live and self.settings.control_token:
@@ -416,6 +418,25 @@ def _parse_body(raw, content_type, operation):
     if media != "application/json" and not media.endswith("+json"):
         raise ApiError(415, f"request body must be application/json, not {media or 'unspecified'}")
     return jsonbody.loads(raw)
+
+
+def _within(prefix, send):
+    """`send` with the sandbox prefix put back into a redirect's Location: the control API answers a path
+    with a trailing slash by a redirect to the path without it, which it knows without the prefix (followed
+    as it was, it would reach the default sandbox)."""
+    async def sending(message):
+        if message["type"] == "http.response.start" and 300 <= message["status"] < 400:
+            message = {**message, "headers": [(name, _prefixed(value, prefix) if name == b"location" else value)
+                                              for name, value in message.get("headers", ())]}
+        await send(message)
+    return sending
+
+
+def _prefixed(location, prefix):
+    parts = urlsplit(location.decode("latin-1"))
+    if not parts.path.startswith("/_mock"):       # relative, or already under the prefix
+        return location
+    return urlunsplit(parts._replace(path=prefix + parts.path)).encode("latin-1")
 
 
 def _encode(headers):

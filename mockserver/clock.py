@@ -33,8 +33,8 @@ class Clock:
         """Move the clock forward (both modes: in real mode it jumps ahead of the wall clock)."""
         if seconds < 0:
             raise ValueError("the clock only moves forward")
-        if self.now() + seconds > LATEST:
-            raise ValueError("the clock cannot move past 9999-12-31T23:59:59Z")
+        if self.now() + seconds > LAST_START:
+            raise ValueError("the clock cannot move past 9999-01-01T00:00:00Z")
         self._offset += seconds
         return self.now()
 
@@ -47,14 +47,20 @@ class Clock:
         return {"mode": self.mode, "now": iso(now), "epoch": now, "offset_seconds": self._offset}
 
 
-LATEST = 253402300799.0                        # 9999-12-31T23:59:59Z: the last time `iso` can render
+# Times a clock may start at or move to: 1970-01-01 .. 9999-01-01, which leaves a year for what is dated
+# after now (deployment steps, token expiry, webhook retries) before the last time RFC 3339 can render.
+EARLIEST, LAST_START = 0.0, 253370764800.0
+FIRST, LATEST = -62135596800.0, 253402300799.0   # 0001-01-01 and 9999-12-31T23:59:59Z: what `iso` can render
 
 
 _last = [None, ""]                             # one request stamps several records with the same time
 
 
 def iso(ts):
+    """RFC 3339 with microseconds; a time past what it can write (a token of ten years on a clock moved near
+    the year 9999) is written as the last (or first) time it can."""
     if ts != _last[0]:
-        _last[1] = datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="microseconds")[:-6] + "Z"
+        moment = min(max(ts, FIRST), LATEST)
+        _last[1] = datetime.fromtimestamp(moment, timezone.utc).isoformat(timespec="microseconds")[:-6] + "Z"
         _last[0] = ts
     return _last[1]

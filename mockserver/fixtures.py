@@ -21,7 +21,6 @@ from . import yamlbound
 from .auth import GRANTS
 from .settings import parse_rate
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 FIXTURE_BYTES = yamlbound.FIXTURE_BYTES     # all the files of a folder together
 SERVICE_KEYS = {"applications": ("application", "ApplicationRequest"),
                 "containers": ("container", "ContainerRequest"),
@@ -82,7 +81,7 @@ def read_fixtures(folder, spec):
         try:
             text = _read_file(path, budget)
             budget -= len(text)
-            raw = yamlbound.load(text, _Loader, FIXTURE_BYTES) or {}
+            raw = yamlbound.load(text, max_bytes=FIXTURE_BYTES) or {}
         except _Unreadable as error:
             problems.add(f"{path}: {error}", path.name, str(error))
             continue

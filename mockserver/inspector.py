@@ -290,7 +290,7 @@ async def activate_scenario(request):
         raise ApiError(400, "body: a scenario document (YAML or JSON) is required")
     check_document(text)
     try:
-        name = scenarios.load_text(text, "POST /_mock/scenarios")
+        name = await scenarios.load_text_aside(text, "POST /_mock/scenarios")
     except ScenarioError as error:
         location = f"line {error.line}" if error.line else "document"
         raise ApiError(400, str(error), [(location, error.problem)]) from None

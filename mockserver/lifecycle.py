@@ -206,8 +206,8 @@ class Request:
         if self.by_reads is not None:
             return max(0, min(self.position - 1, len(self.steps)))
         at, done = self.start, 0
-        for _, _, seconds, _ in self.steps:
-            if now < at + seconds:
+        for index, (_, _, seconds, _) in enumerate(self.steps):
+            if index == self.stall_at or now < at + seconds:      # a stalled step never completes
                 break
             at += seconds
             done += 1

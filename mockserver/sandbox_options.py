@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 import jsonschema
 import orjson
 
-from .clock import Clock
+from .clock import EARLIEST, LAST_START, Clock
 from .errors import ApiError, reason
 from .fixtures import FixtureError, read_fixtures
 from .scenarios import KINDS, ScenarioError
@@ -112,8 +112,10 @@ def world_for(server, options, fixtures=None):
             rt.limiter.limit, rt.limiter.window = parse_rate(options["rate_limit"])
         except ValueError as error:
             raise ApiError(400, f"body.rate_limit: {error}") from None
-    for index, item in enumerate(options.get("scenarios", [])):
-        _activate(server, rt, item, index)
+    if "scenarios" in options:                 # exactly these (without the option: every file loaded at start)
+        rt.scenarios.clear()
+        for index, item in enumerate(options["scenarios"]):
+            _activate(server, rt, item, index)
     if "poll_progress" in options:
         try:
             text = orjson.dumps(progress_scenario(options["poll_progress"])).decode()
@@ -158,7 +160,6 @@ def _built(server, options, fixtures=None):
                             "the server's machine tells why)") from None
 
 
-EARLIEST, LATEST = 0.0, 253370764800.0        # 1970-01-01 .. 9999-01-01: times the API can render, with room
 
 
 def _start(value):
@@ -173,7 +174,7 @@ def _start(value):
         if parsed.tzinfo is None:
             parsed = parsed.replace(tzinfo=timezone.utc)
         moment = parsed.timestamp()
-    if not EARLIEST <= moment <= LATEST:
+    if not EARLIEST <= moment <= LAST_START:
         raise ApiError(400, f"body.start: {value!r} is outside 1970-01-01 .. 9999-01-01 (UTC)")
     return moment
 

@@ -16,6 +16,7 @@ activated; a broken one is refused with its file, line and problem and never hal
 is bounded (yamlbound.py): 1 MiB, 64 levels deep, and aliases adding at most 100,000 nodes.
 """
 
+import asyncio
 import fnmatch
 import json
 import random
@@ -33,6 +34,7 @@ from .strictness import moment, service_matches
 
 STEP_NAMES = sorted({step[0] for steps in PLANS.values() for step in steps})
 STATES = sorted({step[1] for steps in PLANS.values() for step in steps})
+MAX_RULES = 1000                       # rules of one scenario: a document is checked whole while others wait
 STEP_OR_STATE = {"type": "string", "enum": STEP_NAMES + STATES}
 KINDS = ["APPLICATION", "CONTAINER", "DATABASE", "JOB", "HELM", "TERRAFORM", "CLUSTER"]
 GLOB = {"type": "string", "minLength": 1}
@@ -48,7 +50,7 @@ FILE_SCHEMA = {
     "properties": {
         "name": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$"},
         "description": {"type": "string"},
-        "rules": {"type": "array", "minItems": 1, "items": {
+        "rules": {"type": "array", "minItems": 1, "maxItems": MAX_RULES, "items": {
             "type": "object", "required": ["effect"], "additionalProperties": False,
             "properties": {
                 "name": {"type": "string", "minLength": 1},
@@ -240,7 +242,7 @@ class Scenarios:
     def parse(self, text, source):
         """Check a scenario document whole; returns (name, raw) or raises ScenarioError."""
         try:
-            node, raw = yamlbound.compose(text, yaml.SafeLoader, yamlbound.SCENARIO_BYTES)
+            node, raw = yamlbound.compose(text, max_bytes=yamlbound.SCENARIO_BYTES)
         except yamlbound.BoundError as error:
             raise ScenarioError(source, error.line, error.problem) from None
         except yaml.YAMLError as error:
@@ -248,12 +250,22 @@ class Scenarios:
             raise ScenarioError(source, mark.line + 1 if mark else None,
                                 f"not valid YAML: {getattr(error, 'problem', error)}") from None
         lines = _lines(node)
+        if isinstance(raw, dict) and isinstance(raw.get("rules"), list) and len(raw["rules"]) > MAX_RULES:
+            raise ScenarioError(source, _line_of(lines, ("rules",)), f"rules: {len(raw['rules'])} rules, more than "
+                                f"{MAX_RULES} (the bound of one scenario): split it into several scenarios")
         for error in sorted(_CHECKER.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path))):
             path = tuple(error.absolute_path)
             where = ".".join(map(str, path)) or "document"
             raise ScenarioError(source, _line_of(lines, path), f"{where}: {error.message}")
         self.warnings = []
+        named = {}                             # a rule's name -> its index: replies and the journal name rules
         for index, rule in enumerate(raw["rules"]):
+            name = rule.get("name", f"rule-{index + 1}")
+            if name in named:
+                raise ScenarioError(source, _line_of(lines, ("rules", index, "name")),
+                                    f"rules.{index}.name: {name!r} also names rule {named[name]} (rules.{named[name]}): "
+                                    "X-Mock-Rule and the journal's scenario filter could not tell them apart")
+            named[name] = index
             for where, problem, fatal in strictness.problems(rule, self.spec, self.known):
                 path = ("rules", index, *where)
                 located = f"rules.{index}.{'.'.join(where)}: {problem}"
@@ -278,6 +290,15 @@ class Scenarios:
         return self.activate(raw, str(path))
 
     def load_text(self, text, source, name=None):
+        return self.activate(self.read_text(text, source, name), source)
+
+    async def load_text_aside(self, text, source, name=None):
+        """`load_text` with the document checked in a worker thread (a scenario of 1 MiB takes about a second
+        to check: the event loop goes on answering other sandboxes meanwhile), then activated here."""
+        return self.activate(await asyncio.to_thread(self.read_text, text, source, name), source)
+
+    def read_text(self, text, source, name=None):
+        """The checked document of a scenario (`name`: the name it must declare), or ScenarioError."""
         if text.lstrip().startswith("{"):
             try:
                 orjson.loads(text)
@@ -286,7 +307,7 @@ class Scenarios:
         parsed_name, raw = self.parse(text, source)
         if name is not None and parsed_name != name:
             raise ScenarioError(source, None, f"scenario is named {parsed_name!r} but was sent to {name!r}")
-        return self.activate(raw, source)
+        return raw
 
     def remove(self, name):
         return self.active.pop(name, None) is not None

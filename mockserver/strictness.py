@@ -12,6 +12,7 @@ services are not checked.
 import fnmatch
 from datetime import datetime, timezone
 
+from .clock import EARLIEST, LAST_START
 from .validation import UUID
 
 SERVICE_KEYS = {"applications": "APPLICATION", "containers": "CONTAINER", "databases": "DATABASE", "jobs": "JOB",
@@ -58,11 +59,16 @@ def service_matches(wanted, target):
 
 
 def moment(value):
-    """Unix seconds of a window's start: Unix seconds, or ISO 8601 (UTC when it names no zone)."""
+    """Unix seconds of a window's start: Unix seconds, or ISO 8601 (UTC when it names no zone), within
+    1970-01-01 .. 9999-01-01 like any start of a clock (ValueError otherwise)."""
     if isinstance(value, (int, float)):
-        return float(value)
-    parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).timestamp()
+        seconds = float(value)
+    else:
+        parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        seconds = (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).timestamp()
+    if not EARLIEST <= seconds <= LAST_START:
+        raise ValueError("outside 1970-01-01 .. 9999-01-01 (UTC)")
+    return seconds
 
 
 def problems(rule, spec, known):
@@ -86,7 +92,8 @@ def problems(rule, spec, known):
         try:
             moment(window["start"])
         except ValueError:
-            yield ("window", "start"), f"{window['start']!r} is neither an ISO 8601 time nor Unix seconds", True
+            yield ("window", "start"), f"{window['start']!r} is not an ISO 8601 time or Unix seconds within " \
+                                       "1970-01-01 .. 9999-01-01 (UTC)", True
 
 
 def _contradictions(rule):

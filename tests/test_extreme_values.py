@@ -12,8 +12,8 @@ import copy
 import pytest
 from starlette.testclient import TestClient
 
-from conftest import ADMIN, HELM, assert_error
-from mockserver.clock import LATEST
+from conftest import ADMIN, APP, HELM, assert_error
+from mockserver.clock import LAST_START
 from test_examples_reach import example_request, resolve
 
 HUGE = [2 ** 63, 5376787370137646792704, -(2 ** 63), -5376787370137646792704, 1e308, -1e308]
@@ -146,8 +146,23 @@ def test_control_api_durations_are_bounded(client, route, field):
 
 
 def test_the_clock_stops_short_of_the_last_date_it_can_render(server):
-    server.clock.advance(LATEST - server.clock.now() - 10)
+    server.clock.advance(LAST_START - server.clock.now() - 10)
     with TestClient(server, base_url="http://mock", headers=ADMIN) as client:
         assert_error(client.post("/_mock/clock/advance", json={"seconds": 3600}), 400)
-        assert client.get("/_mock/clock").json()["now"].startswith("9999-12-31T23:59:49")
+        assert client.get("/_mock/clock").json()["now"].startswith("9998-12-31T23:59:50")
         assert client.get("/organization").status_code == 200
+
+
+def test_what_is_dated_after_a_clock_near_its_end_still_renders(server):
+    """A deploy, its steps and a ten-year token, on a clock ten seconds before the last start: the steps end
+    after it and the token expires past the year 9999 (written as the last time RFC 3339 can), never a 500."""
+    server.clock.advance(LAST_START - server.clock.now() - 10)
+    with TestClient(server, base_url="http://mock", headers=ADMIN) as client:
+        assert client.post(f"/application/{APP}/deploy", json={}).status_code == 202
+        assert client.post("/_mock/clock/advance", json={"seconds": 9}).status_code == 200
+        assert client.get("/_mock/deployments").status_code == 200
+        assert client.get(f"/application/{APP}/deploymentHistory").status_code == 200
+        token = client.post("/_mock/tokens", json={"ttl_seconds": 315360000})
+        assert token.status_code in (200, 201), token.text
+        assert client.get("/organization", headers={"Authorization": f"Token {token.json()['token']}"}
+                          ).status_code == 200

@@ -28,7 +28,7 @@ REFUSED = {
     "service id that no service can have": ("    match: {service: {id: not-a-uuid}}\n", 4, "is not a uuid"),
     "window start and after": ("    window: {start: 10, after: 5}\n    match: {operation: getOrganization}\n", 4,
                                "start and after together"),
-    "window start not a time": ("    window: {start: soon}\n", 4, "neither an ISO 8601 time"),
+    "window start not a time": ("    window: {start: soon}\n", 4, "is not an ISO 8601 time or Unix seconds within"),
 }
 EFFECTS = {
     "truncate with reset": ("truncate: {bytes: 3}\n      reset: {after: headers}", "truncate and reset together"),

@@ -1,0 +1,85 @@
+"""What a new user's walk over HTTP found: a redirect of a sandbox's control route, a scenario window or a
+clock beyond the dates the API can write, a cancelled stall, the sandbox `scenarios` option, scenario size."""
+
+import httpx
+from starlette.testclient import TestClient
+
+from conftest import ADMIN, APP, ENV, assert_error
+
+
+def test_a_trailing_slash_on_a_sandbox_control_route_redirects_within_the_sandbox(server):
+    with TestClient(server, base_url="http://mock", headers=ADMIN, follow_redirects=False) as client:
+        before = client.get("/_mock/clock").json()["epoch"]
+        moved = client.post("/sandbox/scn/_mock/clock/advance/", json={"seconds": 5})
+        assert moved.status_code in (307, 308)
+        assert httpx.URL(moved.headers["location"]).path == "/sandbox/scn/_mock/clock/advance"
+        followed = client.post(moved.headers["location"], json={"seconds": 5})
+        assert followed.status_code == 200
+        assert client.get("/sandbox/scn/_mock/clock").json()["epoch"] == followed.json()["epoch"]
+        assert client.get("/_mock/clock").json()["epoch"] == before          # the default sandbox's: unmoved
+        plain = client.post("/_mock/clock/advance/", json={"seconds": 5})      # without a prefix: as before
+        assert httpx.URL(plain.headers["location"]).path == "/_mock/clock/advance"
+
+
+def test_a_scenario_window_must_start_within_the_dates_a_clock_can_have(client):
+    for start in (999999999999999, -99999999999999, "10000-01-01T00:00:00Z"):
+        doc = {"name": "w", "rules": [{"match": {"operation": "getApplicationStatus"}, "window": {"start": start},
+                                       "effect": {"status": 500}}]}
+        reply = client.put("/_mock/scenarios/w", json=doc)
+        assert_error(reply, 400)
+        assert "window.start" in reply.text and "9999-01-01" in reply.text
+    assert client.get("/_mock/scenarios").status_code == 200
+    ok = {"name": "w", "rules": [{"match": {"operation": "getApplicationStatus"},
+                                  "window": {"start": "2030-01-01T00:00:00Z"}, "effect": {"status": 500}}]}
+    assert client.put("/_mock/scenarios/w", json=ok).status_code == 200
+    assert client.get("/_mock/scenarios/w").status_code == 200
+
+
+def test_a_cancelled_stall_shows_only_the_steps_finished_before_it(client):
+    doc = {"name": "stuck", "rules": [{"match": {"operation": "deployApplication"},
+                                       "effect": {"deployment": {"stall": "BUILD"}}}]}
+    assert client.put("/_mock/scenarios/stuck", json=doc).status_code == 200
+    assert client.post(f"/application/{APP}/deploy", json={}).status_code == 202
+    assert client.post("/_mock/clock/advance", json={"seconds": 60}).status_code == 200
+    before = client.get(f"/application/{APP}/status").json()
+    assert before["state"] == "BUILDING"
+    finished = [s["step_name"] for s in before["steps"]["details"] if s["status"] == "SUCCESS"]
+    assert finished == ["REGISTRY_CREATE_REPOSITORY", "GIT_CLONE", "BUILD_QUEUEING"]
+    assert client.post(f"/environment/{ENV}/cancelDeployment").status_code in (200, 202)
+    client.post("/_mock/clock/advance", json={"seconds": 1})
+    after = client.get(f"/application/{APP}/status").json()
+    assert after["state"] == "CANCELED"
+    assert [s["step_name"] for s in after["steps"]["details"]] == finished
+    assert after["steps"]["total_duration_sec"] == before["steps"]["total_duration_sec"]
+
+
+def test_the_sandbox_scenarios_option_chooses_among_the_files_loaded_at_start(make_server):
+    server = make_server(scenarios=["scenarios/flaky-status.yaml", "scenarios/build-fails.yaml"])
+    with TestClient(server, base_url="http://mock", headers=ADMIN) as client:
+        every = {s["name"] for s in client.get("/_mock/scenarios").json()["results"]}
+        assert len(every) == 2
+        one = sorted(every)[0]
+        assert client.put("/_mock/sandboxes/one", json={"scenarios": [one]}).status_code in (200, 201)
+        assert [s["name"] for s in client.get("/sandbox/one/_mock/scenarios").json()["results"]] == [one]
+        assert client.put("/_mock/sandboxes/none", json={"scenarios": []}).status_code in (200, 201)
+        assert client.get("/sandbox/none/_mock/scenarios").json()["results"] == []
+        assert {s["name"] for s in client.get("/sandbox/plain/_mock/scenarios").json()["results"]} == every
+
+
+def _rules(count, name=None):
+    rule = "  - {match: {operation: getApplicationStatus, nth: %d}, effect: {status: 500}%s}\n"
+    return "name: many\nrules:\n" + "".join(rule % (i + 1, f", name: {name}" if name else "") for i in range(count))
+
+
+def test_a_scenario_holds_at_most_a_thousand_rules(client):
+    refused = client.put("/_mock/scenarios/many", content=_rules(1001))
+    assert_error(refused, 400)
+    assert "more than 1000" in refused.json()["message"]
+    assert client.get("/_mock/scenarios/many").status_code == 404
+    assert client.put("/_mock/scenarios/many", content=_rules(1000)).status_code == 200
+
+
+def test_two_rules_of_a_scenario_may_not_share_a_name(client):
+    refused = client.put("/_mock/scenarios/many", content=_rules(2, name="x"))
+    assert_error(refused, 400)
+    assert "rules.1.name" in refused.json()["message"] and "rules.0" in refused.json()["message"]
