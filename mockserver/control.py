@@ -26,9 +26,9 @@ from .auth import GRANTS, Token, mint_jwt
 from .clock import MAX_SECONDS, iso
 from .coverage import coverage
 from .cors import cross_origin
-from .errors import ApiError
+from .errors import ApiError, invalid
 from .export import export_fixtures
-from .journal import FILTERS, mismatches, parse_since
+from .journal import FILTERS, filter_problems, mismatches
 from .sandboxes import DEFAULT, check_name
 from .scenarios import ScenarioError, schema_document
 from .world import Snapshot, freeze
@@ -157,24 +157,28 @@ async def advance(request):
 
 
 # ------------------------------------------------------------ calls
-def filters(params):
-    """The journal filters of a query or body; unknown names and unreadable `since` are a 400."""
+def filters(request, params):
+    """The journal filters of a query or body; unknown names and values no call could match (a status, method
+    or operation id the API does not have, an unreadable `since`) are a 400."""
     out = {name: params.get(name) for name in FILTERS if params.get(name) not in (None, "")}
     unknown = set(params) - set(FILTERS) - {"limit", *COUNTS}
     if unknown:
         raise ApiError(400, f"unknown filter(s) {', '.join(sorted(unknown))}; use {', '.join(FILTERS)}")
-    if "since" in out:
-        try:
-            parse_since(out["since"])
-        except ValueError:
-            raise ApiError(400, f"since: {out['since']!r} is neither a call id nor an ISO 8601 time") from None
-    return out
+    return checked(request, out)
+
+
+def checked(request, wanted):
+    """The filters, or a 400 naming each value no call could match (journal.filter_problems)."""
+    problems = filter_problems(wanted, server(request).spec.operations)
+    if problems:
+        raise invalid(problems)
+    return wanted
 
 
 async def calls(request):
     rt = world(request)
     journal = rt.journal
-    wanted = filters(dict(request.query_params))
+    wanted = filters(request, dict(request.query_params))
     limit = request.query_params.get("limit")
     if limit is not None and not limit.isdigit():
         raise ApiError(400, "query.limit: must be a whole number")
@@ -187,7 +191,7 @@ async def export_calls(request):
     """The calls matching the filters as a pact or a HAR log (contracts.py)."""
     params = dict(request.query_params)
     options = {name: params.pop(name) for name in contracts.OPTIONS if name in params}
-    wanted = filters(params)
+    wanted = filters(request, params)
     box, journal = sandbox(request), world(request).journal
     limit = params.get("limit")
     if limit is not None and not limit.isdigit():
@@ -207,6 +211,12 @@ async def provider_states(request):
 
 async def calls_coverage(request):
     return reply(coverage(world(request).journal, server(request).spec.operations))
+
+
+async def call_rows(request):
+    """The inspector's journal rows (inspector.py), their filters checked as those of /_mock/calls are."""
+    checked(request, {name: request.query_params.get(name) for name in inspector.ROW_FILTERS})
+    return await inspector.call_rows(request)
 
 
 async def clear_calls(request):
@@ -233,7 +243,7 @@ def explain(journal, found, wanted, message):
 
 async def verify(request):
     body = await json_body(request)
-    wanted, expect = filters(body), expectation(body)
+    wanted, expect = filters(request, body), expectation(body)
     journal = world(request).journal
     found = journal.select(wanted)
     actual = len(found)
@@ -271,7 +281,7 @@ async def put_scenario(request):
     name, active = request.path_params["name"], world(request).scenarios
     text = await document_text(request)
     try:
-        active.load_text(text, f"PUT /_mock/scenarios/{name}", name=name)
+        await active.load_text_aside(text, f"PUT /_mock/scenarios/{name}", name=name)
     except ScenarioError as error:
         raise ApiError(400, str(error)) from None
     except RecursionError:
@@ -476,7 +486,7 @@ ROUTES = [
     route("/_mock/calls/coverage", GET=calls_coverage),
     route("/_mock/calls/export", GET=export_calls),
     route("/_mock/provider-states", POST=provider_states),
-    route("/_mock/calls/rows", GET=inspector.call_rows),
+    route("/_mock/calls/rows", GET=call_rows),
     route("/_mock/calls/{id:int}", GET=inspector.call),
     route("/_mock/deployments", GET=inspector.deployments),
     route("/_mock/state/tree", GET=inspector.state_tree),

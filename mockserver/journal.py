@@ -14,6 +14,7 @@ Secrets are redacted when the call is recorded (the Authorization header keeps i
 four characters), so nothing readable is kept. Rendering to JSON happens when calls are read.
 """
 
+import difflib
 import fnmatch
 import weakref
 from collections import deque
@@ -28,6 +29,7 @@ from .validation import SECRET_FIELDS, SECRET_MARKER
 
 REDACTED = "**redacted**"
 FILTERS = ("method", "path", "operation", "status", "since", "scenario", "request_id")
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")     # a method filter: any case
 BODY_LIMIT = 64 * 1024          # bytes of a request or reply body kept whole
 SLICE = 128                     # a trim brings the journals' total 1/SLICE of the budget under it ...
 MIN_SLICE = 16 * 1024           # ... or this many bytes (at most the budget), whichever is more
@@ -317,6 +319,44 @@ def mismatches(call, filters):
         elif name == "request_id" and call.request_id != wanted:
             failed.append(name)
     return failed
+
+
+def filter_problems(filters, operations):
+    """(filter, problem) for each filter value no call could ever match (an empty list: all can match), so
+    that a mistyped filter is an error rather than an empty answer or a verify that passes. `operations`:
+    the operation ids of the API document (a dict or set). Every reader of filters (the calls, verify, export
+    and the inspector's rows) checks them here."""
+    out = []
+    for name, wanted in filters.items():
+        if wanted is None or wanted == "":
+            continue
+        if name == "method" and str(wanted).upper() not in METHODS:
+            out.append((name, f"{str(wanted)[:40]!r} is not an HTTP method; use one of {', '.join(METHODS)}"))
+        elif name == "status" and not _status_form(wanted):
+            out.append((name, f"{str(wanted)[:40]!r} is neither a status code (100 to 599, or 0: a connection a "
+                              f"scenario dropped) nor a class of them (1xx to 5xx)"))
+        elif name == "operation" and (not isinstance(wanted, str) or wanted not in operations):
+            near = difflib.get_close_matches(str(wanted), list(operations), n=3, cutoff=0.6)
+            hint = f"; did you mean {' or '.join(near)}?" if near else ""
+            out.append((name, f"no operation of the API document has the id {str(wanted)[:80]!r}{hint}"))
+        elif name == "path" and not isinstance(wanted, str):
+            out.append((name, "must be a string: a path, a path template or a glob"))
+        elif name == "since":
+            try:
+                parse_since(wanted)
+            except ValueError:
+                out.append((name, f"{wanted!r} is neither a call id nor an ISO 8601 time"))
+    return out
+
+
+def _status_form(wanted):
+    """A filter value `_status_matches` can match: a code (`404`, 404, `0`) or a class (`4xx`)."""
+    if isinstance(wanted, bool) or not isinstance(wanted, (str, int)):
+        return False
+    text = str(wanted)
+    if len(text) == 3 and text[0] in "12345" and text.endswith("xx"):
+        return True
+    return text.isdecimal() and text.isascii() and (text == "0" or (len(text) == 3 and 100 <= int(text) <= 599))
 
 
 def rule_matches(rule, wanted):

@@ -275,8 +275,8 @@ def reply_rules(call, reply):
     rules = {}
     if call.truncated and "response" in call.truncated:
         return {"$": {"match": "type"}}, None
-    if reply is None:
-        return rules, call.response
+    if reply is None:       # no body (a 204), or one that is not JSON: compared as text, never as bytes
+        return rules, call.response.decode("utf-8", "replace") if call.response else None
     if call.operation_id and GROWING_REPLIES.match(call.operation_id):
         rules["$"] = {"match": "type"}
         if isinstance(reply, dict) and isinstance(reply.get("results"), list):
