@@ -72,6 +72,18 @@ async def json_body(request, required=True):
     return body
 
 
+def shaped(body, **kinds):
+    """The body, its fields checked against `kinds` (name -> bool or str): an unknown field or a value of
+    another type is a 400 (a `"journal": "yes"` is not taken for true)."""
+    unknown = set(body) - set(kinds)
+    if unknown:
+        raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))}; use {', '.join(kinds)}")
+    for name, kind in kinds.items():
+        if name in body and not isinstance(body[name], kind):
+            raise ApiError(400, f"body.{name}: must be {'true or false' if kind is bool else 'a string'}")
+    return body
+
+
 async def document_text(request):
     """A YAML or JSON document sent as the body (a scenario), as text; JSON held to the nesting bound."""
     text = await bodies.scenario_text(request)
@@ -109,7 +121,7 @@ async def health(request):
 
 
 async def reset(request):
-    body = await json_body(request, required=False)
+    body = shaped(await json_body(request, required=False), scenarios=bool)
     rt = server(request).reset_sandbox(sandbox(request), scenarios=bool(body.get("scenarios")))
     return reply({"reset": True, "sandbox": sandbox(request).name, "scenarios": sorted(rt.scenarios.active)})
 
@@ -378,7 +390,7 @@ async def put_sandbox(request):
 
 async def reset_named_sandbox(request):
     box = server(request).sandboxes.find(check_name(request.path_params["name"]))
-    body = await json_body(request, required=False)
+    body = shaped(await json_body(request, required=False), scenarios=bool)
     server(request).reset_sandbox(box, scenarios=bool(body.get("scenarios")))
     return reply(box.describe())
 
@@ -391,7 +403,7 @@ async def snapshots(request):
 
 
 async def save_snapshot(request):
-    body = await json_body(request)
+    body = shaped(await json_body(request), name=str, journal=bool, replace=bool, private=bool)
     name, mock = body.get("name"), server(request)
     if not isinstance(name, str):
         raise ApiError(400, "body.name: a snapshot name is required")

@@ -83,3 +83,17 @@ def test_two_rules_of_a_scenario_may_not_share_a_name(client):
     refused = client.put("/_mock/scenarios/many", content=_rules(2, name="x"))
     assert_error(refused, 400)
     assert "rules.1.name" in refused.json()["message"] and "rules.0" in refused.json()["message"]
+
+
+def test_reset_and_snapshot_bodies_take_only_their_fields_and_booleans(client):
+    for route, body, named in (("/_mock/reset", {"scenarios": "yes"}, "body.scenarios"),
+                               ("/_mock/reset", {"bogus": 1}, "bogus"),
+                               ("/_mock/sandboxes/default/reset", {"scenarios": 1}, "body.scenarios"),
+                               ("/_mock/snapshots", {"name": "s", "journal": "yes"}, "body.journal"),
+                               ("/_mock/snapshots", {"name": "s", "privat": True}, "privat")):
+        reply = client.post(route, json=body)
+        assert_error(reply, 400)
+        assert named in reply.json()["message"]
+    assert client.get("/_mock/snapshots/s").status_code == 404
+    assert client.post("/_mock/snapshots", json={"name": "s", "journal": True}).status_code == 201
+    assert client.post("/_mock/reset", json={"scenarios": False}).status_code == 200

@@ -97,9 +97,8 @@ def _probes(healthchecks):
 
 
 def build_container(ctx, body, env):
-    registry = _registry(ctx, body["registry_id"]).data
+    _registry(ctx, body["registry_id"])            # 404 when unknown; the record shows it at read time (view)
     out = {"registry_id": body["registry_id"],
-           "registry": {k: registry[k] for k in ("id", "name", "kind", "url")},
            "image_name": body["image_name"], "tag": body["tag"],
            **{k: body.get(k, v) for k, v in RESOURCES.items()}, "ports": _ports(ctx, body.get("ports", [])),
            "arguments": body.get("arguments", [])}
@@ -214,6 +213,27 @@ BUILDERS = {"application": build_application, "container": build_container, "dat
             "job": build_job, "helm": build_helm, "terraform": build_terraform}
 
 
+REGISTRY_FIELDS = ("id", "name", "kind", "url")
+
+
+def view(rt, entry):
+    """A service record as replies show it. A container's `registry` block is its registry as it is now, read
+    by id at each reply (never a copy that a later edit of the registry would leave stale), after `registry_id`."""
+    data = entry.data
+    if entry.meta["kind"] != "container":
+        return data
+    registry = rt.store.registries.find(data["registry_id"], entry.org)
+    block = {k: registry.data[k] for k in REGISTRY_FIELDS} if registry is not None else data.get("registry")
+    out = {}
+    for name, value in data.items():
+        if name == "registry":                     # a copy kept by an older state file: the live one wins
+            continue
+        out[name] = value
+        if name == "registry_id" and block is not None:
+            out["registry"] = block
+    return out
+
+
 # ---------------------------------------------------------------- lookups
 def service(ctx, kind, ident=None):
     if ident is None:
@@ -249,16 +269,16 @@ def create(ctx, kind):
     rt.bump(entry)
     _count_registry(ctx, data, +1)
     variables.add_built_ins(ctx, entry, env)
-    return data
+    return view(rt, entry)
 
 
 def list_services(ctx, kind):
     env = ctx.rt.store.environments.get(ctx.params["env_id"], ctx.org)
-    return page(ctx, ctx.rt.store.services.view(env.id, kind))
+    return page(ctx, ctx.rt.store.services.view(env.id, kind), lambda entry: view(ctx.rt, entry))
 
 
 def get(ctx, kind):
-    return service(ctx, kind).data
+    return view(ctx.rt, service(ctx, kind))
 
 
 def edit(ctx, kind):
@@ -273,15 +293,13 @@ def edit(ctx, kind):
     for name in EDITABLE[kind]:
         if name in body and name in rebuilt:
             entry.data[name] = rebuilt[name]
-    if "registry" in rebuilt:                      # a container's registry follows its registry_id
-        entry.data["registry"] = rebuilt["registry"]
     if kind == "terraform":                        # the flat fields mirror the nested ones: all follow
         entry.data.update(rebuilt)
         if "terraform_variables_source" in body:
             entry.private = {**(entry.private or {}), "tf_vars": _secret_tf_values(body)}
     _count_registry(ctx, entry.data, +1)
     touch(rt, entry, ctx.now)
-    return entry.data
+    return view(rt, entry)
 
 
 def _request_view(data, body):

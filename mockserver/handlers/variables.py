@@ -13,6 +13,11 @@ managed by the platform: editing or deleting one conflicts with that (409). A se
 list shows what it sees: its own records, those of its environment (built-ins included)
 and project, an override hiding the record it overrides. Secret values are kept private:
 no response carries them. Deleting a record deletes its overrides and aliases.
+
+An edit carries over to what points to the record: renaming it renames its overrides (and
+theirs), so the rename is a 409 when one of them would land on a key its place already holds;
+an alias carries its target's value and follows its edits, so editing a variable alias with
+another value is a 400 (a secret alias ignores the value sent: no oracle for the secret).
 """
 
 from ..errors import ApiError, conflict, not_found
@@ -237,29 +242,86 @@ def edit(ctx, family, level):
     data = entry.data
     if data["variable_type"] == "BUILT_IN":
         raise conflict(f"built-in {family.reference} {data['key']} is managed by the platform and cannot be edited")
+    alias = data["variable_type"] == "ALIAS"
+    if alias and not family.secret:
+        _check_alias_value(rt, family, entry, body)
     if data["variable_type"] != "OVERRIDE":          # an override keeps the key of what it overrides
-        if body["key"] != data["key"] and key_taken(rt, family, owner.id, body["key"], exclude=(entry.id,)):
-            raise conflict(f"{family.reference} key {body['key']!r} already exists at this scope")
-        data["key"] = body["key"]
+        key = body["key"]
+        if key != data["key"]:
+            if key_taken(rt, family, owner.id, key, exclude=(entry.id,)):
+                raise conflict(f"{family.reference} key {key!r} already exists at this scope")
+            _check_renamed_overrides(rt, family, entry, key)
+        data["key"] = key
     if "description" in body:
         optional(data, "description", body["description"])
     if "enable_interpolation_in_file" in body:
         data["enable_interpolation_in_file"] = body["enable_interpolation_in_file"]
-    if family.secret:
-        entry.private["value"] = body["value"]
-    else:
-        data["value"] = body["value"]
+    # an alias's value is its target's: a variable alias was checked above; a secret alias ignores the value
+    # sent (the client cannot read the secret, and a 400 on a difference would tell it whether a guess is right)
+    if not alias:
+        if family.secret:
+            entry.private["value"] = body["value"]
+        else:
+            data["value"] = body["value"]
     touch(rt, entry, ctx.now)
     touch(rt, owner, ctx.now)
-    for dependent in dependents(rt, family, entry.id):
-        ref_name = next(k for k in dependent.data if k.endswith(f"_{family.reference}"))
-        dependent.data[ref_name] = reference(family, entry)
-        if dependent.data["variable_type"] == "OVERRIDE":
-            dependent.data["key"] = data["key"]
-            rt.store.tables[dependent.table].reindex(dependent)
-        elif not family.secret:
-            dependent.data["value"] = data["value"]
+    follow(rt, family, entry, ctx.now)
     return data
+
+
+def _check_alias_value(rt, family, entry, body):
+    """A variable alias carries its target's value: an edit may send that value (or none), not another (400).
+    The value is not quoted (no 400 quotes a `value`)."""
+    target = rt.store.tables[family.table].rows[entry.meta["target"]]
+    if body.get("value") is not None and body["value"] != target.data["value"]:
+        raise ApiError(400, f"{family.reference} {entry.data['key']} is an alias of {target.data['key']} "
+                       f"({target.id}): an alias's value is its target's and follows its edits; send the "
+                       "target's value (or edit the target) to change the alias's key, description or "
+                       "enable_interpolation_in_file",
+                       [("body.value", f"must be the value of the aliased {family.reference}")])
+
+
+def renamed_overrides(rt, family, entry):
+    """The records a rename of `entry` renames: its overrides, theirs, and so on (an override carries the key of
+    what it overrides; an alias has a key of its own, so the chain stops there)."""
+    for dependent in dependents(rt, family, entry.id):
+        if dependent.data["variable_type"] == "OVERRIDE":
+            yield dependent
+            yield from renamed_overrides(rt, family, dependent)
+
+
+def _check_renamed_overrides(rt, family, entry, key):
+    """Renaming a record renames its overrides: 409 when one would land on a key its place already holds (one
+    lookup in the place's unique-key index per override; at most one override of a key per place)."""
+    table = rt.store.tables[family.table]
+    for override in renamed_overrides(rt, family, entry):
+        if table.name_taken(override.parent, key, exclude=(override.id,)):
+            place = owner_entry(rt, override)
+            where = f"{scope_of(place).lower()} {place.id}"
+            held = table.named(override.parent, key)[0]
+            raise ApiError(409, f"cannot rename {family.reference} {entry.data['key']} to {key!r}: {where} already "
+                           f"holds {family.reference} key {key!r} ({held.id}), and the rename would rename the "
+                           f"override {override.id} of {entry.data['key']} there too",
+                           [("body.key", f"{key!r} is taken at {where}, where an override of the "
+                                         f"{family.reference} lives")])
+
+
+def follow(rt, family, entry, now):
+    """After an edit of `entry`: what points to it follows. Every override and alias shows it as it is now; an
+    override carries its key, an alias its value (a secret alias keeps the value privately); and so on down the
+    overrides and aliases of those."""
+    ref_name = f"aliased_{family.reference}", f"overridden_{family.reference}"
+    for dependent in dependents(rt, family, entry.id):
+        kind = dependent.data["variable_type"]
+        dependent.data[ref_name[kind == "OVERRIDE"]] = reference(family, entry)
+        if kind == "OVERRIDE":
+            dependent.data["key"] = entry.data["key"]
+        elif family.secret:
+            dependent.private["value"] = entry.private["value"]
+        else:
+            dependent.data["value"] = entry.data["value"]
+        touch(rt, dependent, now)
+        follow(rt, family, dependent, now)
 
 
 def delete(ctx, family, level):
