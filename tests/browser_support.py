@@ -17,8 +17,11 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "-
 SCREENSHOTS = Path(__file__).resolve().parent.parent / "reports" / "ui"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
+    """A headless Chromium for the tests of one module. Not for the session: while Playwright's sync API is
+    open, the worker's main thread counts as running an event loop, and a later test of another module in
+    that worker that calls asyncio.run() failed (test_fleet_memory, when pytest-xdist sent it there)."""
     if not os.path.exists(CHROMIUM):
         reason = f"no Chromium at {CHROMIUM}: run .ci/browser-deps (installs Debian's chromium)"
         if os.environ.get("CI"):
