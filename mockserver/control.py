@@ -255,6 +255,8 @@ def explain(journal, found, wanted, message):
 
 async def verify(request):
     body = await json_body(request)
+    if "limit" in body:                         # a filter of /_mock/calls, not of a count
+        raise ApiError(400, "body.limit: verify counts every matching call; use count, at_least or at_most")
     wanted, expect = filters(request, body), expectation(body)
     journal = world(request).journal
     found = journal.select(wanted)
