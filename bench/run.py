@@ -5,6 +5,7 @@
     python bench/run.py --with-prism    # add Prism 5.14.2 (installed into bench/.prism/ with npm)
     python bench/run.py --scale         # add start-up time, RSS over 1M requests, latency vs store size
     python bench/run.py --variants      # add a paired table: the mock vs itself with CORS off / access log on
+    python bench/run.py --floors        # add the floor: the mock's own replies sent fixed (bench/floor_app.py)
 
 Every server is pinned to CPU 0 and wrk to CPU 1 (taskset); wrk runs 1 thread, 8 connections.
 Results: a table on stdout, bench/results/latest.md and bench/results/latest.json.
@@ -149,14 +150,43 @@ VARIANTS = {"mock-cors-off": ["--cors-origins", "off"], "mock-log-text": ["--acc
             "mock-malloc": ["--allocator", "malloc"], "mock-pymalloc": ["--allocator", "pymalloc"]}
 
 
-def servers(with_prism, baseline=None):
-    """(name, command, working folder, environment) of each server to load, in turn."""
+def record_replies(port, path):
+    """One reply of the mock to each request of REQUESTS, as bench/floor_app.py serves them: its status,
+    its headers but Date and Content-Length (uvicorn and the app add those), its body."""
+    replies = []
+    for kind, target, _ in REQUESTS.values():
+        method, body, headers = "GET", None, TOKEN
+        if kind == "create_var":
+            method, body = "POST", {"key": "K_floor_0", "value": "v"}
+        elif kind == "unauth":
+            headers = {}
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        try:
+            data = json.dumps(body).encode() if body is not None else None
+            conn.request(method, target, data, {**headers, **({"Content-Type": "application/json"} if data else {})})
+            reply = conn.getresponse()
+            replies.append({"method": method, "path": target, "authorized": bool(headers), "status": reply.status,
+                            "headers": [(name.lower(), value) for name, value in reply.getheaders()
+                                        if name.lower() not in ("date", "content-length")],
+                            "body": reply.read().decode("utf-8")})
+        finally:
+            conn.close()
+    path.write_text(json.dumps(replies, indent=1) + "\n")
+
+
+def servers(with_prism, baseline=None, floors=None):
+    """(name, command, working folder, environment) of each server to load, in turn. `floors`: the file the
+    mock's replies are recorded into while it is measured (it comes first), then served by the floor apps."""
     yield "mock", [MOCK, "serve", "--port", "{port}", "--rate-limit", RATE], ROOT, None
     if baseline is not None:                  # the same venv, the package of another commit (PYTHONPATH)
         name, tree = baseline
         yield name, [PYTHON, "-m", "mockserver", "serve", "--port", "{port}", "--rate-limit", RATE], tree, \
             {**os.environ, "PYTHONPATH": str(tree)}
     yield "bare", [PYTHON, str(BENCH / "bare_app.py"), "--port", "{port}"], ROOT, None
+    if floors is not None:
+        for kind in ("raw", "starlette"):
+            yield f"floor-{kind}", [PYTHON, str(BENCH / "floor_app.py"), "--replies", str(floors), "--kind", kind,
+                                    "--port", "{port}"], ROOT, None
     if with_prism:
         if not PRISM.exists():
             print(f"installing @stoplight/prism-cli@{PRISM_VERSION} into bench/.prism/ ...", flush=True)
@@ -168,13 +198,16 @@ def servers(with_prism, baseline=None):
 
 def throughput(args, port, baseline=None):
     rows = []
-    for name, cmd, cwd, env in servers(args.with_prism, baseline):
+    floors = RESULTS / "floor-replies.raw" if args.floors else None
+    for name, cmd, cwd, env in servers(args.with_prism, baseline, floors):
         with open(RESULTS / f"{name}.log.raw", "w") as log:
             proc, _ = start([part.format(port=port) for part in cmd], port, log, cwd, env)
         try:
             allocator = allocator_of(port) if name.startswith("mock") else None
             for n in range(48):                   # the fixtures have 2 projects: make it 50
                 call(port, "POST", f"/organization/{ORG}/project", {"name": f"bench-{n}"})
+            if floors is not None and name == "mock":
+                record_replies(port, floors)
             for kind, path, _ in REQUESTS.values():  # warm-up
                 wrk(port, kind, path, tag="warm", secs=1)
             runs = {request: [] for request in REQUESTS}
@@ -343,6 +376,10 @@ def markdown(report):
         lines += ["", "vs bare by CPU: the bare app's server CPU time per request over this server's (user + system "
                   "time of the server process, /proc/<pid>/stat, over the requests it answered): the throughput "
                   "ratio when each has a core to itself."]
+        if any(r["server"].startswith("floor") for r in report["throughput"]):
+            lines += ["", "floor-raw and floor-starlette (`--floors`, bench/floor_app.py) send the mock's own replies "
+                      "(status, headers, body, recorded from it in this run) fixed, as a plain ASGI app and as a "
+                      "Starlette route, doing none of the mock's work: what those replies cost to send on this stack."]
     if report.get("variants"):
         lines += ["", "Paired: the mock as it ships and its variants, started together and loaded in turn "
                   "(req/s vs mock: median over the runs of the variant's req/s over the mock's, run by run; "
@@ -377,6 +414,9 @@ def main():
     parser.add_argument("--variants", action="store_true",
                         help="add a paired table: the mock vs itself with CORS off and with the access log on "
                              "(text, json; written to a file)")
+    parser.add_argument("--floors", action="store_true",
+                        help="also load two apps that send the mock's own replies fixed, doing none of its work "
+                             "(bench/floor_app.py: plain ASGI and Starlette): what the replies alone cost")
     parser.add_argument("--runs", type=int, default=5, help="runs per server and request (default 5)")
     parser.add_argument("--seconds", type=int, default=3, help="seconds per run (default 3)")
     parser.add_argument("--port", type=int, default=18080)
