@@ -229,6 +229,9 @@ class MockServer(Server):
                 call.reply_headers = _encode(error.headers)
             elif error.headers:
                 call.reply_headers += _encode(error.headers)
+        except asyncio.CancelledError:         # the server is stopping and this call outlived --shutdown-timeout
+            status, payload = 503, ApiError(503, "the server is stopping: this request did not finish within "
+                                                 "its shutdown timeout (--shutdown-timeout)").render()
         except Dropped:
             call.journal(rt, 0, b"")
             self._log(scope, sandbox, 0, call)

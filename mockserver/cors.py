@@ -11,7 +11,7 @@ Origins (`--cors-origins`), a comma-separated list of:
 - `local` (the default): pages served from this machine, `http(s)://localhost:*`,
   `http(s)://127.0.0.1:*` and `http(s)://[::1]:*`;
 - an origin (`http://localhost:3000`) or a pattern with `*` (`https://*.example.test`,
-  `http://10.1.2.3:*`, where `:*` is any port);
+  `http://10.1.2.3:*`, where `*` is one label of the host name and `:*` any port);
 - `*`: any page may call the API and read the documents, without credentials;
 - `off` or `none` alone: no CORS headers and no preflight answers at all.
 An origin named by `local` or the list is echoed with `Access-Control-Allow-Credentials: true`.
@@ -58,10 +58,11 @@ JSON = (b"content-type", b"application/json")
 
 
 def _pattern(entry):
-    """An origin entry as a regex: `*` is any run of host characters; `:*` at the end any port (or none)."""
+    """An origin entry as a regex: `*` is one label of a host name (no dot: `http://10.0.0.*:*` must not admit
+    `http://10.0.0.5.elsewhere.example`); `:*` at the end any port (or none)."""
     port = entry.endswith(":*")
     parts = (entry[:-2] if port else entry).split("*")
-    return re.compile("[^/:]*".join(map(re.escape, parts)) + (r"(?::\d{1,5})?" if port else ""))
+    return re.compile("[^/:.]*".join(map(re.escape, parts)) + (r"(?::\d{1,5})?" if port else ""))
 
 
 class Origins:

@@ -1,6 +1,8 @@
 """What a new user's walk over HTTP found: a redirect of a sandbox's control route, a scenario window or a
 clock beyond the dates the API can write, a cancelled stall, the sandbox `scenarios` option, scenario size."""
 
+import time
+
 import httpx
 from starlette.testclient import TestClient
 
@@ -119,3 +121,36 @@ def test_verify_takes_no_limit(client):
     reply = client.post("/_mock/calls/verify", json={"operation": "listOrganization", "limit": 5, "count": 1})
     assert_error(reply, 400)
     assert "body.limit" in reply.json()["message"]
+
+
+def test_a_star_in_an_origin_pattern_stands_for_one_label_only(make_server):
+    server = make_server(cors_origins="local,http://10.0.0.*:*,https://*.example.test")
+    with TestClient(server, base_url="http://mock", headers=ADMIN) as client:
+        for origin in ("http://10.0.0.5:8080", "http://10.0.0.5", "https://console.example.test"):
+            reply = client.get("/organization", headers={"Origin": origin})
+            assert reply.headers.get("access-control-allow-origin") == origin, origin
+        for origin in ("http://10.0.0.5.elsewhere.example:80", "https://a.b.example.test.elsewhere.example"):
+            assert "access-control-allow-origin" not in client.get("/organization", headers={"Origin": origin}).headers
+            assert_error(client.post("/_mock/reset", headers={"Origin": origin}), 403)
+        assert client.get("/_mock/clock").status_code == 200
+
+
+def test_a_call_that_outlives_the_shutdown_timeout_is_answered_503_in_the_error_body(live_server):
+    import signal
+    import threading
+    server = live_server("--shutdown-timeout", "1")
+    doc = {"name": "slow", "rules": [{"match": {"operation": "getOrganization"}, "effect": {"latency_ms": 8000}}]}
+    assert httpx.put(f"{server.url}/_mock/scenarios/slow", json=doc, headers=ADMIN).status_code == 200
+    replies = []                                        # getOrganization: GET /organization (the list)
+    caller = threading.Thread(target=lambda: replies.append(
+        httpx.get(f"{server.url}/organization", headers=ADMIN, timeout=20)))
+    caller.start()
+    time.sleep(0.5)
+    server.process.send_signal(signal.SIGTERM)
+    caller.join(20)
+    assert server.process.wait(20) == 0
+    reply = replies[0]
+    assert_error(reply, 503)
+    assert "--shutdown-timeout" in reply.json()["message"]
+    log = server.process.stderr.read().decode()
+    assert "Traceback" not in log and "Exception in ASGI application" not in log, log
