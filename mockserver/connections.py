@@ -123,7 +123,7 @@ class GuardedProtocol(HttpToolsProtocol):
             pass                                 # no upgrades (no websockets here): answered as plain HTTP
         except httptools.HttpParserError as error:
             if not self.answered:                # else a step below stopped the parser after its own reply
-                self._answer(400, f"malformed HTTP request: {error}")
+                self._refuse(400, f"malformed HTTP request: {error}")
             return
         if self.in_head and self.head_bytes > self.limits.max_header_size:
             self._too_large()
@@ -203,15 +203,18 @@ class GuardedProtocol(HttpToolsProtocol):
                           "headers (--body-timeout)")
 
     def _too_large(self):
-        message = (f"the request line and headers are larger than {self.limits.max_header_size} bytes "
-                   "(--max-header-size)")
-        cycle = self.cycle
-        if cycle is not None and not cycle.response_complete and not cycle.disconnected:
-            # pipelined behind a request still being answered: replies go in the order of the requests, so
-            # that one's first, then this 431 (on_response_complete); nothing more is read meanwhile
-            self.answered, self.refusal = True, (431, message)
+        self._refuse(431, f"the request line and headers are larger than {self.limits.max_header_size} bytes "
+                          "(--max-header-size)")
+
+    def _refuse(self, status, message):
+        """Refuse the request being read. When it came pipelined behind a whole request still being answered,
+        replies go in the order of the requests: that one's first, then this refusal (on_response_complete);
+        nothing more is read meanwhile. A request whose own head or body is refused is answered now."""
+        cycle = self.cycle                       # the request before, while this one's head is read
+        if cycle is not None and not cycle.more_body and not cycle.response_complete and not cycle.disconnected:
+            self.answered, self.refusal = True, (status, message)
             return
-        self._answer(431, message)
+        self._answer(status, message)
 
     def _answer(self, status, message, extra=()):
         """Write the error reply, tell a request in progress that its client is gone, then linger and close."""

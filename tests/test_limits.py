@@ -151,6 +151,28 @@ def test_a_large_head_sent_while_the_request_before_it_is_answered_waits_for_tha
     assert refusal.startswith(b"HTTP/1.1 431") and b"connection: close" in refusal.lower()
 
 
+def test_a_malformed_request_behind_a_whole_one_is_refused_after_that_one_is_answered(live_server):
+    """A client sends a whole request and then bytes that are not HTTP on the same connection: the request
+    is answered (and done) first, then the 400; it used to be cut off unanswered."""
+    mock = live_server()
+    sock = connect(mock)
+    sock.sendall(b"GET /organization HTTP/1.1\r\nHost: mock\r\nAuthorization: Token mock-admin-token\r\n\r\n"
+                 b"BAD\r\n\r\n")
+    refusal = after_the_answer_before(read_reply(sock))
+    assert_closed_with(refusal, 400)
+    body = b'{"name": "piped-then-garbage"}'
+    sock = connect(mock)
+    sock.sendall(b"POST " + PROJECTS.encode() + b" HTTP/1.1\r\nHost: mock\r\nAuthorization: Token mock-admin-token"
+                 b"\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body + b"BAD\r\n\r\n")
+    raw = read_reply(sock)
+    assert raw.startswith(b"HTTP/1.1 201"), raw[:200]
+    assert b"HTTP/1.1 400" in raw
+    names = [p["name"] for p in httpx.get(mock.url + PROJECTS, headers=ADMIN).json()["results"]]
+    assert "piped-then-garbage" in names
+    calls = httpx.get(mock.url + "/_mock/calls", params={"method": "POST"}, headers=ADMIN).json()["results"]
+    assert [c["status"] for c in calls] == [201]
+
+
 def test_replies_carry_their_length_and_no_server_name(live_server):
     """A reply's body has a Content-Length (not chunks); the mock does not name the server it runs on."""
     mock = live_server()
