@@ -101,20 +101,21 @@ def test_reset_and_snapshot_bodies_take_only_their_fields_and_booleans(client):
     assert client.post("/_mock/reset", json={"scenarios": False}).status_code == 200
 
 
-def test_a_helm_source_that_says_two_things_is_a_400(client):
+def test_a_helm_source_that_sends_both_forms_keeps_what_the_document_allows(client):
+    """The document lets a body carry both `repository` and `repository_id`, and a values file both `raw` and
+    `git`: schema-valid, so never a 400; the record keeps repository_id and both files."""
     chart = {"repository": "8c0e2a4c-6e8a-4c0e-9a2c-4e6a8c0e2a4c", "repository_id": "2a4c6e8a-0c2e-4a4c-8e6a-0c2e4a6c8e0a",
              "chart_name": "redis", "chart_version": "19.6.1"}
-    reply = client.post(f"/environment/{ENV}/helm", json={"name": "two-repos", "source": {"helm_repository": chart}})
-    assert_error(reply, 400)
-    assert "body.source.helm_repository" in reply.json()["message"]
     git = {"git_repository": {"url": "https://codehost1.example/acme/values.git", "branch": "main"}, "paths": ["v.yaml"]}
     raw = {"values": [{"name": "a.yaml", "content": "x: 1"}]}
-    same = {**chart, "repository_id": chart["repository"]}
-    reply = client.post(f"/environment/{ENV}/helm", json={"name": "two-files", "source": {"helm_repository": same},
+    reply = client.post(f"/environment/{ENV}/helm", json={"name": "both", "source": {"helm_repository": chart},
                                                            "values_override": {"file": {"raw": raw, "git": git}}})
-    assert_error(reply, 400)
-    assert "body.values_override.file" in reply.json()["message"]
-    assert all(h["name"] not in ("two-repos", "two-files") for h in client.get(f"/environment/{ENV}/helm").json()["results"])
+    assert reply.status_code == 201, reply.text
+    record = reply.json()
+    assert record["source"]["helm_repository"]["repository_id"] == chart["repository_id"]
+    assert record["values_override"]["file"]["raw"] == raw
+    assert record["values_override"]["file"]["git"]["paths"] == ["v.yaml"]
+    assert client.get(f"/helm/{record['id']}").json()["values_override"] == record["values_override"]
 
 
 def test_verify_takes_no_limit(client):

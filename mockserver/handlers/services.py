@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from ..clock import iso
 from ..deployments import repository_of
-from ..errors import conflict, invalid, not_found
+from ..errors import conflict, not_found
 from ..openapi.schemas import ICON_BASE
 from ..store import Entry
 from . import variables
@@ -150,22 +150,19 @@ def build_helm(ctx, body, env):
         built = {"git_repository": _git(ctx, source["git_repository"])}
     else:
         chart = source["helm_repository"]
-        if chart.get("repository") and chart.get("repository_id") and chart["repository"] != chart["repository_id"]:
-            raise invalid([("body.source.helm_repository", "repository and repository_id name different "
-                                                           "repositories: send one of them")])
         built = {"helm_repository": {"repository_id": chart.get("repository_id") or chart["repository"], "chart_name": chart["chart_name"],
                                      "chart_version": chart["chart_version"]}}
     values = body.get("values_override") or {}
     override = {name: [list(pair) for pair in values.get(name, [])] for name in ("set", "set_string", "set_json")}
     file = values.get("file") or {}
-    if file.get("raw") and file.get("git"):
-        raise invalid([("body.values_override.file", "raw or git, not both: the values come from one place")])
+    if file.get("raw") or file.get("git"):      # the document lets a body send both: the record keeps both
+        override["file"] = {}
     if file.get("raw"):
-        override["file"] = {"raw": {"values": [{"name": v["name"], "content": v["content"]}
-                                               for v in file["raw"]["values"]]}}
-    elif file.get("git"):
-        override["file"] = {"git": {"git_repository": _git(ctx, file["git"]["git_repository"]),
-                                    "paths": list(file["git"]["paths"])}}
+        override["file"]["raw"] = {"values": [{"name": v["name"], "content": v["content"]}
+                                              for v in file["raw"]["values"]]}
+    if file.get("git"):
+        override["file"]["git"] = {"git_repository": _git(ctx, file["git"]["git_repository"]),
+                                   "paths": list(file["git"]["paths"])}
     return {"source": built, "arguments": list(body.get("arguments", [])),
             "allow_cluster_wide_resources": body.get("allow_cluster_wide_resources", False),
             "values_override": override, "timeout_sec": body.get("timeout_sec", 600),
