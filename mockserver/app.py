@@ -49,15 +49,16 @@ class Exchange:
     The request's headers stay as the server gave them (bytes); only the few the path reads are decoded,
     and the dict of all of them is made only when a scenario rule needs it."""
 
-    __slots__ = ("method", "path", "raw_headers", "authorization", "content_type", "operation", "query", "body",
-                 "token", "rule", "faults", "reply_headers", "call_id", "request_id", "started", "_headers")
+    __slots__ = ("method", "path", "raw_headers", "authorization", "content_type", "content_length", "content_encoding",
+                 "operation", "query", "body", "token", "rule", "faults", "reply_headers", "call_id", "request_id",
+                 "started", "_headers")
 
     def __init__(self, rt, scope, path):
         self.started = time.perf_counter()
         self.method = scope["method"]
         self.path = path[len(PREFIX):] if path.startswith(PREFIX + "/") else path
         self.raw_headers = scope["headers"]
-        authorization = content_type = sent_id = None
+        authorization = content_type = sent_id = length = encoding = None
         for name, value in self.raw_headers:
             if name == b"authorization":
                 authorization = value.decode("latin-1")
@@ -65,7 +66,12 @@ class Exchange:
                 content_type = value.decode("latin-1")
             elif name == b"x-request-id":
                 sent_id = value.decode("latin-1")
+            elif name == b"content-length":
+                length = value
+            elif name == b"content-encoding":
+                encoding = value.decode("latin-1")
         self.authorization, self.content_type, self._headers = authorization, content_type, None
+        self.content_length, self.content_encoding = length, encoding
         self.operation = self.body = self.rule = self.token = self.faults = None
         self.query, self.reply_headers = {}, []
         self.call_id = rt.journal.reserve()
@@ -269,7 +275,10 @@ class MockServer(Server):
                                   rt.default_org, rt.store.organizations.rows)
         call.reply_headers = rt.limiter.spend(call.token, now)
         authorize(call.token, operation.scope)
-        raw = await bodies.read_asgi(receive, self.settings.max_body) if operation.body is not None else b""
+        raw = b""
+        if operation.body is not None:          # refused from its headers first: no 100 Continue for a doomed body
+            _check_body_head(call, self.settings.max_body)
+            raw = await bodies.read_asgi(receive, self.settings.max_body)
         if scope["query_string"]:
             call.query = dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
         values = self.validate(call, path_errors, raw)
@@ -408,6 +417,25 @@ async def _deliver_faulty(receive, send, status, headers, payload, wanted):
     except ConnectionAbortedError:
         log.warning("scenario fault %s needs a real connection; the reply was not sent", ", ".join(wanted))
         return b""
+
+
+def _check_body_head(call, limit):
+    """What the headers already say of a body this operation would read: too large (413), compressed, in another
+    charset than UTF-8, or not JSON (415)."""
+    length = call.content_length
+    if length is not None and length.isdigit() and int(length) > limit:
+        raise ApiError(413, f"request body is larger than {limit} bytes")
+    encoding = (call.content_encoding or "identity").strip().lower()
+    if encoding != "identity":
+        raise ApiError(415, f"Content-Encoding {encoding[:40]!r} is not accepted: send the body uncompressed")
+    media, _, params = (call.content_type or "").partition(";")
+    charset = next((v.strip().strip('"').lower() for k, _, v in (p.partition("=") for p in params.split(";"))
+                    if k.strip().lower() == "charset"), "utf-8")
+    if charset not in ("utf-8", "utf8"):
+        raise ApiError(415, f"request body must be JSON in UTF-8, not charset {charset[:40]}")
+    media = media.strip().lower()
+    if length is not None and length != b"0" and media != "application/json" and not media.endswith("+json"):
+        raise ApiError(415, f"request body must be application/json, not {media or 'unspecified'}")
 
 
 def _parse_body(raw, content_type, operation):

@@ -151,6 +151,13 @@ class Fake:
     def person(self):
         return self._draw(lambda faker: faker.name())
 
+    def person_of(self, key):
+        """The same made-up person for the same key (a token's name) in every world of this seed; the world's
+        own sequence is left where it is."""
+        faker = shared_faker()
+        faker.seed_instance(f"{self.seed}:person:{key}")
+        return faker.name()
+
     def password(self, length=24):
         return self._draw(lambda faker: faker.password(length=length))
 

@@ -134,6 +134,9 @@ def _explain(error, where, hidden):
         return _explain_branches(error, where, location, hidden)
     if error.validator == "multipleOf" and error.validator_value == 1:     # a count the spec calls a number
         return [(location, f"{error.instance!r} is not a whole number")]
+    if error.validator == "not":                   # a field one shape forbids: sent with the fields of another
+        return [(location, "is not accepted together with the other fields sent here: they make another of the "
+                           "shapes this object may take (send the fields of one)")]
     if error.validator == "oneOf":                 # no branch failed: more than one matched
         shapes = " | ".join("/".join(_fields(branch)) or "other" for branch in error.validator_value)
         return [(location, f"matches more than one accepted shape; send exactly one of: {shapes}")]
@@ -178,6 +181,9 @@ def _message(error, location, hidden):
     value of a secret field, anything inside one, or a value that holds one (a list sent for a string)."""
     text = error.message
     shown = repr(error.instance)
+    if error.instance is None or isinstance(error.instance, bool):   # said as JSON says it, not as Python does
+        json_word = {None: "null", True: "true", False: "false"}[error.instance]
+        text, shown = text.replace(shown, json_word), json_word
     if len(shown) > 80 or _inside_secret(location, hidden) or _holds_secret(error.instance, hidden):
         text = text.replace(shown, "the value") if shown in text else f"the value fails {error.validator}"
     return text

@@ -327,3 +327,33 @@ def test_shutdown_during_a_slow_upload_ends_within_its_bound_and_still_saves(tmp
         assert httpx.get(f"{again.url}/project/{made.json()['id']}", headers=ADMIN).status_code == 200
     finally:
         again.stop()
+
+
+def test_a_body_its_headers_already_refuse_is_answered_before_it_is_sent(live_server):
+    """`Expect: 100-continue` with a body past --max-body, or not JSON: the refusal comes instead of
+    `100 Continue`, so the client never uploads it."""
+    mock = live_server("--max-body", "1024")
+    head = (b"POST " + PROJECTS.encode() + b" HTTP/1.1\r\nHost: mock\r\nAuthorization: Token mock-admin-token\r\n"
+            b"Expect: 100-continue\r\n")
+    for extra, status in ((b"Content-Type: application/json\r\nContent-Length: 99999999\r\n", 413),
+                          (b"Content-Type: text/plain\r\nContent-Length: 20\r\n", 415)):
+        sock = connect(mock, timeout=5)
+        sock.sendall(head + extra + b"\r\n")
+        first = sock.recv(65536)
+        assert first.startswith(b"HTTP/1.1 %d" % status), first[:200]
+        assert b"100 Continue" not in first
+        sock.close()
+
+
+def test_a_compressed_or_non_utf8_body_is_a_415_that_says_why(live_server):
+    import gzip
+    mock = live_server()
+    body = b'{"name": "zipped"}'
+    reply = httpx.post(mock.url + PROJECTS, content=gzip.compress(body), headers={
+        **ADMIN, "Content-Type": "application/json", "Content-Encoding": "gzip"})
+    assert reply.status_code == 415 and "Content-Encoding" in reply.json()["message"]
+    reply = httpx.post(mock.url + PROJECTS, content=body.decode().encode("utf-16"), headers={
+        **ADMIN, "Content-Type": "application/json; charset=utf-16"})
+    assert reply.status_code == 415 and "UTF-8" in reply.json()["message"]
+    ok = httpx.post(mock.url + PROJECTS, content=body, headers={**ADMIN, "Content-Type": "application/json; charset=UTF-8"})
+    assert ok.status_code == 201, ok.text

@@ -155,3 +155,28 @@ def test_a_call_that_outlives_the_shutdown_timeout_is_answered_503_in_the_error_
     assert "--shutdown-timeout" in reply.json()["message"]
     log = server.process.stderr.read().decode()
     assert "Traceback" not in log and "Exception in ASGI application" not in log, log
+
+
+def test_a_cluster_lock_names_the_same_owner_for_the_same_token(client):
+    from conftest import CLUSTER, WRITE
+    owners = []
+    for headers in (ADMIN, ADMIN, WRITE):
+        locked = client.post(f"/cluster/{CLUSTER}/lock", json={"reason": "maintenance"}, headers=headers)
+        assert locked.status_code in (200, 201), locked.text
+        owners.append(locked.json()["owner_name"])
+        assert client.delete(f"/cluster/{CLUSTER}/lock").status_code in (200, 204)
+    assert owners[0] == owners[1] and owners[0]
+
+
+def test_validation_messages_speak_json_and_name_the_clash_of_shapes(client):
+    reply = client.post(f"/organization/8d3e6a4b-1f2c-4b7a-9e1d-3c5f7a9b2d10/project", json={"name": None})
+    assert_error(reply, 400)
+    assert "null is not of type" in reply.json()["message"] and "None" not in reply.json()["message"]
+    job = {"name": "both-schedules", "source": {"image": {"image_name": "busybox", "tag": "1", "registry_id":
+                                                          "0a2c4e6f-8b0d-4f2a-9c4e-6f8b0d2f4a6c"}},
+           "schedule": {"cronjob": {"scheduled_at": "0 * * * *", "arguments": [], "entrypoint": ""},
+                        "on_start": {"arguments": [], "entrypoint": ""}}}
+    reply = client.post(f"/environment/{ENV}/job", json=job)
+    assert_error(reply, 400)
+    message = reply.json()["message"]
+    assert "should not be valid under" not in message and "not accepted together" in message, message
