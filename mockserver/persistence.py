@@ -24,7 +24,8 @@ interval, and `Saver.describe()` (in /_mock/health) shows the last save and the 
 failed write leaves no temporary file behind, and temporary files of a saving process that was
 killed are removed (when it is reaped, or at the next start); a saving child exits when the
 server dies (Linux: it asks the kernel for a signal then); a failed last save at shutdown is
-one line in the log and `final_error`, never a traceback.
+one line in the log and `final_error`, never a traceback; `--fresh` keeps the world it sets aside
+(PATH.previous, the ones before as PATH.previous.1 and .2) and names the oldest when it deletes it.
 """
 
 import ctypes
@@ -218,13 +219,41 @@ def _alive(pid):
     return True
 
 
+KEPT_ASIDE = 3                             # --fresh keeps this many set-aside worlds: PATH.previous, .previous.1, .2
+
+
+def aside_paths(path):
+    """Where `--fresh` keeps the worlds it set aside, newest first: PATH.previous, PATH.previous.1, ..."""
+    return [f"{path}.previous"] + [f"{path}.previous.{number}" for number in range(1, KEPT_ASIDE)]
+
+
 def set_aside(path):
-    """`--fresh`: the state file is kept as PATH.previous, and the start is from the fixtures."""
+    """`--fresh`: the state file is kept as PATH.previous, and the start is from the fixtures. Worlds set aside
+    before move one place down (PATH.previous -> PATH.previous.1 ...), so a second `--fresh` does not write over
+    the first one's; at most KEPT_ASIDE are kept, and the oldest, when one must go, is deleted with a log line
+    naming it (and when it was saved). Returns the path the file was kept as (None without a file)."""
     if not os.path.exists(path):
         return None
-    kept = f"{path}.previous"
-    os.replace(path, kept)
-    return kept
+    slots = aside_paths(path)
+    free = next((index for index, slot in enumerate(slots) if not os.path.lexists(slot)), None)
+    deleted = None
+    if free is None:                         # every place taken: the oldest goes
+        free = len(slots) - 1
+        try:
+            saved = _when(os.stat(slots[free]).st_mtime)
+        except OSError:
+            saved = None
+        os.unlink(slots[free])
+        deleted = f"{slots[free]}" + (f" (saved {saved})" if saved else "")
+    for index in range(free, 0, -1):
+        os.replace(slots[index - 1], slots[index])
+    os.replace(path, slots[0])
+    if free:
+        moved = ", ".join(f"{slots[index - 1]} -> {slots[index]}" for index in range(free, 0, -1))
+        log.warning("state file %s: --fresh: kept as %s; the worlds set aside before moved down (%s)%s", path,
+                    slots[0], moved, f"; the oldest, {deleted}, was deleted (--fresh keeps the last {KEPT_ASIDE})"
+                    if deleted else "")
+    return slots[0]
 
 
 def restore(server, path):

@@ -8,7 +8,8 @@
 
 The session starts one mock in-process (uvicorn in a thread, on a free loopback port,
 manual clock by default), or uses an existing one given by `--mockserver-url` or the
-environment variable MOCKSERVER_URL. Each test gets a sandbox of its own, named from the
+environment variable MOCKSERVER_URL (one that cannot be reached fails the first test with one line naming
+the URL and where it was given, and the session stops there). Each test gets a sandbox of its own, named from the
 xdist worker and the test (and `--mockserver-sandbox-prefix`, e.g. a CI job id), made fresh
 from the fixtures before the test and deleted after it: tests running in parallel against
 one mock never see each other's calls, clock, scenarios or records. The sandbox keeps each
@@ -16,7 +17,8 @@ request and reply body whole up to `--mockserver-journal-body-limit` bytes (1 Mi
 
 Consumer contracts: `mockserver.write_pact(path)` writes the test's calls as a pact (merged into
 the file when it exists, so a session's tests write one pact), `write_har(path)` as a HAR log;
-`--mockserver-pact FILE` writes every test's calls into one pact without a line of code.
+`--mockserver-pact FILE` writes every test's calls into one pact without a line of code. Writers of one
+file take turns under the lock file FILE.lock, which is deleted when the writing is done.
 """
 
 import hashlib
@@ -193,19 +195,64 @@ class MockServerClient:
 
 
 def _write_json(path, document, merge):
-    """Write a document, merged with the one at `path` under a lock when `merge` is given."""
+    """Write a document, merged with the one at `path` under a lock when `merge` is given. The lock is the file
+    `path`.lock, held by one writer at a time (tests on several xdist workers write one pact in turn) and
+    deleted by its holder when it is done, so that nothing is left beside the pact."""
     path = os.fspath(path)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path + ".lock", "w") as lock:
-        if fcntl is not None:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+    lock = _lock(path + ".lock")
+    try:
         if merge is not None and os.path.exists(path):
             with open(path) as handle:
                 document = merge(json.load(handle), document)
-        with open(path + ".tmp", "w") as handle:
-            json.dump(document, handle, indent=2)
-        os.replace(path + ".tmp", path)
+        try:
+            with open(path + ".tmp", "w") as handle:
+                json.dump(document, handle, indent=2)
+            os.replace(path + ".tmp", path)
+        except BaseException:
+            _remove(path + ".tmp")
+            raise
+    finally:
+        _unlock(path + ".lock", lock)
     return document
+
+
+def _lock(where):
+    """The lock file `where` opened and locked (exclusive flock): the open descriptor, None without fcntl.
+    A holder deletes the file before it lets go, so a writer that waited on a file deleted meanwhile (its
+    path now names no file, or another one) has locked nothing the others see: it opens the path again."""
+    if fcntl is None:                           # pragma: no cover (Windows): no lock, no lock file
+        return None
+    while True:
+        descriptor = os.open(where, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            try:
+                named, held = os.stat(where), os.fstat(descriptor)
+                if (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino):
+                    return descriptor
+            except FileNotFoundError:
+                pass
+        except BaseException:
+            os.close(descriptor)
+            raise
+        os.close(descriptor)
+
+
+def _unlock(where, descriptor):
+    if descriptor is None:                      # pragma: no cover (Windows)
+        return
+    try:
+        _remove(where)                          # while still held: whoever locks it next sees it is gone
+    finally:
+        os.close(descriptor)                    # lets the lock go
+
+
+def _remove(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def merge_pacts(old, new):
@@ -294,11 +341,38 @@ def pytest_addoption(parser):
                     help="prefix of the tests' sandbox names, e.g. a CI job id (env MOCKSERVER_SANDBOX_PREFIX)")
 
 
+def unreachable(url, timeout=10):
+    """Why the mock at `url` cannot be used (it cannot be reached: nothing listens, a wrong host or scheme),
+    in a few words; None when it answers (whatever it answers: the control API says the rest)."""
+    try:
+        httpx.get(f"{url.rstrip('/')}/_mock/health", timeout=timeout)
+    except (httpx.TransportError, httpx.InvalidURL) as error:
+        return str(error) or type(error).__name__
+    return None
+
+
+def _where_the_url_came_from(config, url):
+    given = any(str(arg).startswith("--mockserver-url") for arg in config.invocation_params.args)
+    if not given and url == os.environ.get("MOCKSERVER_URL"):
+        return "the environment variable MOCKSERVER_URL (the default of --mockserver-url)"
+    return "--mockserver-url"
+
+
 @pytest.fixture(scope="session")
 def mockserver_session(request):
     url = request.config.getoption("--mockserver-url")
     local = None
-    if not url:
+    if url:
+        problem = unreachable(url)
+        if problem is not None:
+            # one line instead of every test's connection traceback, and the session stops after this test
+            message = (f"mockserver: cannot reach the mock at {url}, given by "
+                       f"{_where_the_url_came_from(request.config, url)}: {problem}. Start it there "
+                       f"(mockserver serve), or give no --mockserver-url and no MOCKSERVER_URL to start one "
+                       f"in-process")
+            request.session.shouldstop = message
+            pytest.fail(message, pytrace=False)
+    else:
         local = _InProcess(clock=request.config.getoption("--mockserver-clock"))
         url = local.url
     client = MockServerClient(url, request.config.getoption("--mockserver-control-token"))
