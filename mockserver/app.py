@@ -425,6 +425,8 @@ def _check_body_head(call, limit):
     length = call.content_length
     if length is not None and length.isdigit() and int(length) > limit:
         raise ApiError(413, f"request body is larger than {limit} bytes")
+    if call.content_encoding is None and call.content_type == "application/json":
+        return                                  # what nearly every client sends
     encoding = (call.content_encoding or "identity").strip().lower()
     if encoding != "identity":
         raise ApiError(415, f"Content-Encoding {encoding[:40]!r} is not accepted: send the body uncompressed")
