@@ -1,14 +1,43 @@
 """`mockserver check`: load the document, fixtures and scenarios, and report every problem."""
 
 import sys
+from pathlib import Path
 
 from .errors import ApiError
 from .fixtures import FixtureError
 from .scenarios import ScenarioError
 
 
+def folder_problem(folder):
+    """A fixtures path that names a file (or something else) instead of a folder: the line that says so, or None
+    (a missing folder is read_fixtures' to report)."""
+    path = Path(folder)
+    if path.exists() and not path.is_dir():
+        return (f"fixtures: {path}: not a folder (it is a file): --fixtures (or check DIR) names the folder that "
+                f"holds the fixture YAML files")
+    return None
+
+
+def token_problems(fixtures, folder):
+    """Tokens of the fixtures whose organization no fixture file holds: every call with one would be a 404
+    (GET /organization included), so they are problems like the others."""
+    known = {org.get("id") for org in fixtures.get("organizations", ()) if isinstance(org, dict)}
+    out = []
+    for token in fixtures.get("tokens", ()):
+        if not isinstance(token, dict) or not isinstance(token.get("organization"), str):
+            continue                          # read_fixtures has named what is wrong with it
+        if token["organization"] not in known:
+            out.append(f"fixtures: {folder}: tokens[{token.get('name', '?')}] names organization "
+                       f"{token['organization']!r}, which no fixture file holds (every call with this token would "
+                       f"answer 404): give the id of an organization of the fixtures")
+    return out
+
+
 def problems_of(error):
     from .persistence import StateFileError, StateFolderError
+    record = sys.modules.get(f"{__package__}.record")    # loaded only by a recording mock (it brings httpx)
+    if record is not None and isinstance(error, record.RecordPathError):
+        return list(error.problems)
     if isinstance(error, (StateFileError, StateFolderError)):
         return [str(error)]
     if isinstance(error, FixtureError):
@@ -36,12 +65,17 @@ def run_check(settings):
     missing = sorted(set(spec.operations) - set(HANDLERS))
     problems += [f"document: operation {op} has no handler" for op in missing]
     known = None
-    try:
-        fixtures = read_fixtures(settings.fixtures, spec)
-        known = vocabulary(fixtures)
-        fresh_world(settings, Clock("manual"), fixtures)
-    except (FixtureError, ApiError, OSError) as error:
-        problems += problems_of(error)
+    not_a_folder = folder_problem(settings.fixtures)
+    if not_a_folder:
+        problems.append(not_a_folder)
+    else:
+        try:
+            fixtures = read_fixtures(settings.fixtures, spec)
+            known = vocabulary(fixtures)
+            problems += token_problems(fixtures, settings.fixtures)
+            fresh_world(settings, Clock("manual"), fixtures)
+        except (FixtureError, ApiError, OSError) as error:
+            problems += problems_of(error)
     scenarios = Scenarios(spec, settings.seed, known)
     for path in settings.scenarios:
         try:

@@ -9,6 +9,7 @@ a problem with a fixture or a scenario: never a traceback.
 
 import argparse
 import errno
+import math
 import os
 import platform
 import re
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from . import __version__, allocator, cors
 from .accesslog import FORMATS
-from .settings import Settings, default_fixtures, parse_rate, parse_size
+from .settings import MIN_HEADER_SIZE, Settings, default_fixtures, parse_rate, parse_size
 
 
 # ---------------------------------------------------------------- how option values are read
@@ -33,10 +34,14 @@ def whole(text):
 
 
 def number(text):
+    """A finite number: nan and inf are refused (nan compares false to every bound, inf has no end)."""
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise ValueError(f"must be a number, not {text!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"must be a finite number, not {text!r}")
+    return value
 
 
 def positive(kind):
@@ -107,6 +112,15 @@ def url(text):
     if not match:
         raise ValueError(f"must be an http:// or https:// URL, not {str(text)[:80]!r}")
     return str(text).strip()
+
+
+def header_size(text):
+    """--max-header-size: a size that holds at least a request line and a few headers."""
+    value = parse_size(text)
+    if value < MIN_HEADER_SIZE:
+        raise ValueError(f"must be at least {MIN_HEADER_SIZE} bytes (1KiB: a request line and a few headers), "
+                         f"not {text!r}")
+    return value
 
 
 def port(text):
@@ -202,8 +216,8 @@ OPTIONS = (
            "and headers may take to arrive; then 408 and the connection closed (default 10)", "SECONDS"),
     Option("--body-timeout", ("MOCKSERVER_BODY_TIMEOUT",), positive(number), 30.0, "seconds a request's body may "
            "take to arrive after its headers; then 408 and the connection closed (default 30)", "SECONDS"),
-    Option("--max-header-size", ("MOCKSERVER_MAX_HEADER_SIZE",), parse_size, 64 * 1024, "largest request line "
-           "and headers together; larger is a 431 (default 64KiB)", "SIZE"),
+    Option("--max-header-size", ("MOCKSERVER_MAX_HEADER_SIZE",), header_size, 64 * 1024, "largest request line "
+           "and headers together; larger is a 431 (default 64KiB, at least 1KiB)", "SIZE"),
     Option("--max-connections", ("MOCKSERVER_MAX_CONNECTIONS",), positive(whole), 1000, "connections open at "
            "once; one more replaces the longest-waiting one without a request in progress, else is a 503 "
            "(default 1000, lowered to fit the open-file limit)", "N"),
@@ -278,6 +292,36 @@ def document_version():
     return match[1].strip() if match else "unknown"
 
 
+COMMANDS = ("serve", "check", "export", "record", "parity")
+
+
+class UsageError(Exception):
+    """An option error on the command line: one line (`--speed: must be ...`) and where the help is."""
+
+    def __init__(self, message, prog):
+        super().__init__(message)
+        self.prog = prog
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, whose errors are one line and exit 2 (main) instead of the whole usage block."""
+
+    def error(self, message):
+        raise UsageError(message, self.prog)
+
+
+def usage_line(error, argv):
+    """`mockserver: --speed: must be greater than 0, not 0 (mockserver serve --help)`: argparse's `argument X:`
+    shortened to `X:`, and the help of the command the line named."""
+    message = " ".join(str(error).split())
+    message = re.sub(r"^argument ([^/:\s]+)(?:/[^:\s]+)?: ", r"\1: ", message)
+    prog = error.prog
+    if prog == "mockserver":                   # an error the top parser found (unrecognized arguments, ...)
+        command = next((word for word in argv if word in COMMANDS), None)
+        prog = f"mockserver {command}" if command else prog
+    return f"mockserver: {message} ({prog} --help)"
+
+
 class _Version(argparse.Action):
     """`--version`: the package, the API document it serves and the Python running it."""
 
@@ -342,7 +386,7 @@ def export_parser(commands):
 
 
 def parser():
-    top = argparse.ArgumentParser(prog="mockserver", description=__doc__.split("\n")[0],
+    top = Parser(prog="mockserver", description=__doc__.split("\n")[0],
                                   formatter_class=argparse.RawDescriptionHelpFormatter,
                                   epilog=epilog(OPTIONS) + "\n\n`mockserver COMMAND --help` lists the options of "
                                                            "serve, check, export, record and parity.")
@@ -426,6 +470,10 @@ def parity_config(args):
 def main(argv=None):
     try:
         args = parser().parse_args(argv)
+    except UsageError as error:
+        print(usage_line(error, sys.argv[1:] if argv is None else argv), file=sys.stderr)
+        return 2
+    try:
         if args.command == "export":
             return export(args)
         if args.command == "parity":
@@ -513,10 +561,14 @@ def _public(address):
 
 
 def serve(settings):
-    """Run the mock: exit 0 after a stop (Ctrl-C, SIGTERM), 1 when the last save of the state file failed,
-    2 when it cannot start (one line per problem)."""
+    """Run the mock: exit 0 after a stop (Ctrl-C, SIGTERM), 1 when the last save of the state file failed or a
+    recording's HAR file or fixtures could not be written, 2 when it cannot start (one line per problem)."""
     from .app import MockServer
-    from .check import problems_of
+    from .check import folder_problem, problems_of
+    not_a_folder = folder_problem(settings.fixtures)
+    if not_a_folder:
+        print(f"mockserver: {not_a_folder}", file=sys.stderr)
+        return 2
     try:
         server = MockServer(settings)
     except Exception as error:                 # one clear line per problem instead of a traceback
@@ -546,7 +598,11 @@ def serve(settings):
         # noted here, so that the exit status says how the stop went instead of a traceback or a signal
         signal.signal(number, lambda *_: None)
     uvicorn.Server(config).run(sockets=[listener])
-    return 1 if server.saver is not None and server.saver.final_error else 0
+    # 1: the last save of the state file, or the HAR file or fixtures of a recording, could not be written
+    # (each said in one line as it failed)
+    if server.saver is not None and server.saver.final_error:
+        return 1
+    return 1 if server.recorder is not None and server.recorder.failures else 0
 
 
 def listen(host, port):

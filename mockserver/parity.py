@@ -49,6 +49,7 @@ RETRIES = 5                # attempts of one request (429 waits and connection f
 CONNECTION_RETRIES = 2     # of which connection failures
 BUSY = (409, 423, 425)     # a delete refused while something is under way: waited out and sent again
 DELETE_TRIES = 12
+REFUSED = (401, 403)       # the platform refused the token: the run cannot go on (not drift)
 
 
 @dataclass
@@ -371,7 +372,24 @@ class Parity:
             return
         replies = [self.send(index, side, step, operation, request) for side, request in
                    zip((self.upstream, self.mock), requests)]
+        self.refused(step, name, replies[0][0], replies[1][0])
         self.compared(index, step, operation, name, requests, replies)
+
+    def refused(self, step, name, up, mock):
+        """A 401 or 403 of the platform where the mock answered otherwise is the token refused (wrong, expired,
+        or without the scope the step needs), not drift: the run cannot go on (Stop: exit 2, what it made
+        is deleted)."""
+        if up.status not in REFUSED or mock.status == up.status:
+            return
+        message = up.body.get("message") if isinstance(up.body, dict) else None
+        said = ""
+        if isinstance(message, str) and message.strip():
+            said = " ".join(message.replace(self.config.token, "<token>").split())[:160]
+            said = f" ({said!r})"
+        what = ("wrong or expired" if up.status == 401 else
+                "not allowed to do this: a token without the scope this step needs")
+        raise Stop(f"the platform refused the token: {up.status} to {name} ({step.method} {step.path}){said}, "
+                   f"the mock {mock.status}; the token is {what} (--token, MOCKSERVER_UPSTREAM_TOKEN)")
 
     def reason_not_to_run(self, step, name):
         if any(fnmatch.fnmatchcase(name, glob) for glob in self.config.skip):
@@ -624,9 +642,11 @@ def open_mock(config, name):
 def in_process(config):
     """A mock built here from the fixtures, answered through an in-process client."""
     from .app import MockServer
-    from .check import problems_of
+    from .check import folder_problem, problems_of
     from .settings import Settings, default_fixtures
     fixtures = Path(config.fixtures) if config.fixtures else default_fixtures()
+    if folder_problem(fixtures):
+        raise Stop(folder_problem(fixtures))
     try:
         server = MockServer(Settings(fixtures=fixtures, seed=config.seed, clock="manual", cors_origins="off"))
     except Exception as error:               # fixtures that do not load: one line each, as `serve` says them

@@ -4,8 +4,8 @@ differences, and the report as JSON, Markdown and JUnit XML.
 A row is `agree` (every call of the operation answered alike), `drift` (what differs: each finding with
 its kind and JSON path), `allowed` (differences, each named by the allow-list with its reason) or
 `not run` (with why: not in the flow, a read-only run, an id no step gave, left out, the run stopped).
-The exit status is 1 when a row drifts, 2 when the run stopped early or could not delete what it
-made on the platform, 0 otherwise.
+The exit status is 1 when a row drifts, 2 when the run could not run (the platform refused the token,
+or could not be reached), stopped early or could not delete what it made on the platform, 0 otherwise.
 
 The allow-list is a YAML file: a list of entries (or `{allow: [...]}`), each naming an `operation`
 (operationId or glob), optionally the `kind` of difference and its `path` (JSON path or header name,
@@ -165,7 +165,7 @@ def markdown(report):
              f"- **{summary['drift']} drift, {summary['agree']} agree, {summary['allowed']} allowed, "
              f"{summary['not_run']} not run: exit {report['exit_status']}**"]
     if report["aborted"]:
-        lines.append(f"- **The run stopped early: {report['aborted']}**")
+        lines.append(f"- **{_stopped(report).capitalize()}: {report['aborted']}**")
     for failure in report["cleanup"]["failures"]:
         lines.append(f"- **Left on the platform: {failure}**")
     ran = [row for row in report["operations"] if row["result"] != "not run"]
@@ -244,15 +244,24 @@ def junit(report):
     return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="utf-8") + b"\n"
 
 
+def _stopped(report):
+    """How an aborted run is named: it could not run (nothing compared: the platform refused the token, or
+    could not be reached), or it stopped early."""
+    return "could not run" if not report["calls"] else "the run stopped early"
+
+
 def summary(report):
-    """Lines for the terminal: the result, then every difference not allowed."""
+    """Lines for the terminal: the result, then every difference not allowed; a run that could not compare a
+    single call is one line saying why (and what it could not delete)."""
     counts = report["summary"]
-    lines = [f"parity: {counts['drift']} drift, {counts['agree']} agree, {counts['allowed']} allowed, "
-             f"{counts['not_run']} not run ({report['requests']['upstream']} requests to the platform)"]
+    lines = []
+    if report["calls"] or not report["aborted"]:
+        lines.append(f"parity: {counts['drift']} drift, {counts['agree']} agree, {counts['allowed']} allowed, "
+                     f"{counts['not_run']} not run ({report['requests']['upstream']} requests to the platform)")
     for row in report["operations"]:
         if row["result"] == "drift":
             lines += [f"  {row['operation']}: {_finding_text(item)}" for item in row["findings"] if "allowed" not in item]
     if report["aborted"]:
-        lines.append(f"parity: the run stopped early: {report['aborted']}")
+        lines.append(f"parity: {_stopped(report)}: {report['aborted']}")
     lines += [f"parity: left on the platform: {failure}" for failure in report["cleanup"]["failures"]]
     return lines

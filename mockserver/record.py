@@ -49,14 +49,68 @@ DECODERS = {"gzip": gzip.decompress, "x-gzip": gzip.decompress, "deflate": zlib.
 RECORDED_FILE = "recorded.yaml"
 
 
+class RecordPathError(Exception):
+    """--har files or --fixtures-out folders that could not be written when the recorder stops: the recording
+    would be lost, so the recorder does not start (one line each, exit 2, as a state file's folder)."""
+
+    def __init__(self, problems):
+        self.problems = [f"{flag} {path}: {problem}; the recording would be lost when the recorder stops, so it "
+                         f"does not start (create the folder or make it writable, or choose another {flag})"
+                         for flag, path, problem in problems]
+        super().__init__("\n".join(self.problems))
+
+
+def _cannot_write_in(folder):
+    """Why a file cannot be written in `folder` (made when missing, as the write at the stop does), or None.
+    Nothing is made here: the nearest folder that exists must be a folder that takes a new file."""
+    folder = Path(os.path.abspath(folder))
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    made = "" if existing == folder else f"the folder {folder} cannot be made: "
+    if not existing.is_dir():
+        return f"{made}{existing} is not a folder"
+    probe = existing / f".mockserver-record.{os.getpid()}.probe"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        os.unlink(probe)
+    except OSError as error:
+        return f"{made}the folder {existing} takes no new file ({error.strerror or error})"
+    return None
+
+
+def check_outputs(settings):
+    """Before the start: the HAR file and the fixtures folder can be written (else RecordPathError)."""
+    problems = []
+    if settings.har:
+        har_path = Path(settings.har)
+        problem = "it is a folder; give the path of a file" if har_path.is_dir() else _cannot_write_in(har_path.parent)
+        if problem:
+            problems.append(("--har", har_path, problem))
+    if settings.fixtures_out:
+        folder = Path(settings.fixtures_out)
+        if folder.exists() and not folder.is_dir():
+            problem = "it is a file; give a folder"
+        elif (folder / RECORDED_FILE).is_dir():
+            problem = f"{folder / RECORDED_FILE} is a folder"
+        else:
+            problem = _cannot_write_in(folder)
+        if problem:
+            problems.append(("--fixtures-out", folder, problem))
+    if problems:
+        raise RecordPathError(problems)
+
+
 class Recorder:
     def __init__(self, settings, spec):
+        check_outputs(settings)
         self.settings, self.spec = settings, spec
         self.base = httpx.URL(settings.upstream)
         self.only, self.excluded = list(settings.only or ()), list(settings.excluded or ())
         self.calls = [] if settings.har else None            # journal calls, for the HAR file
         self.harvest = Harvest() if settings.fixtures_out else None
         self.client = self.loop = None
+        self.failures = []                                   # what could not be written at the stop (one line each)
 
     # ------------------------------------------------------------ which requests
     def forwards(self, method, path):
@@ -177,26 +231,33 @@ class Recorder:
 
     def write(self):
         """The HAR file and the fixtures, each written whole to a temporary file and renamed into place; a
-        failure of one is said in one line and does not keep the other from being written."""
+        failure of one is said in one line (never a traceback), kept in `failures` (the exit status is then 1)
+        and does not keep the other from being written."""
         if self.settings.har:
             try:
                 document = har.document(self.calls, str(self.base).rstrip("/"),
                                         comment=f"recorded by mockserver record from {self.base.host}")
                 _write(Path(self.settings.har), orjson.dumps(document, option=orjson.OPT_INDENT_2))
                 _say(f"wrote {self.settings.har} ({len(self.calls)} exchanges)")
-            except OSError as error:
-                _say(f"cannot write {self.settings.har}: {error.strerror or error}")
+            except Exception as error:         # one line: the fixtures are still written
+                log.debug("writing the HAR file failed", exc_info=True)
+                self._failed(f"cannot write {self.settings.har}: {_why(error)}; its {len(self.calls)} exchange(s) "
+                             f"are lost")
         if self.harvest is not None:
             path = Path(self.settings.fixtures_out) / RECORDED_FILE
             try:
                 _write(path, self.harvest.document(self.spec).encode())
             except Exception as error:         # the HAR is written; say what kept the fixtures from it
-                log.exception("writing the recorded fixtures failed")
-                _say(f"cannot write {path}: {getattr(error, 'strerror', None) or error}")
+                log.debug("writing the recorded fixtures failed", exc_info=True)
+                self._failed(f"cannot write {path}: {_why(error)}; the recorded fixtures are lost")
                 return
             for line in self.harvest.skipped:
                 _say(f"fixtures: left out {line}")
             _say(f"wrote {path}")
+
+    def _failed(self, line):
+        self.failures.append(line)
+        _say(line)
 
 
 class Exchange:
@@ -284,6 +345,15 @@ def _write(path, data):
     partial = path.with_name(path.name + ".partial")
     partial.write_bytes(data)
     os.replace(partial, path)
+
+
+def _why(error):
+    """An error in a few words, on one line: 'Permission denied: /x/s.har.partial'."""
+    if isinstance(error, OSError) and error.strerror:
+        text = f"{error.strerror}: {error.filename}" if error.filename else error.strerror
+    else:
+        text = f"{type(error).__name__}: {error}"
+    return " ".join(text.split())
 
 
 def _say(line):

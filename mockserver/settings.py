@@ -4,6 +4,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+MIN_HEADER_SIZE = 1024                    # --max-header-size: a request line and a few headers
 
 
 def default_fixtures():
