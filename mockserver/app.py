@@ -38,6 +38,7 @@ DOCUMENTS = ("/openapi.json", "/openapi.yaml")
 OPEN_CONTROL = ("/_mock/health", "/_mock/ui", "/_mock/schemas")   # reachable without the control token (probes, the page itself)
 GLOBAL_CONTROL = ("/_mock/sandboxes", "/_mock/health", "/_mock/schemas")
 READS = frozenset({"GET", "HEAD", "OPTIONS"})
+KEPT_VIOLATIONS = 100                   # --self-check: the newest replies that broke the document, kept to show
 
 
 class Dropped(Exception):
@@ -117,7 +118,8 @@ class MockServer(Server):
 
     def __init__(self, settings=None, spec=None, clock=None, wall=time.time):
         super().__init__(settings, spec, clock, wall)
-        self.violations = []                   # self-check: replies that do not match the document
+        self.violations = []                   # self-check: replies that do not match the document (the newest)
+        self.violation_count = 0
         self._yaml = None
         self.control = control_app(self)
         self.access_log = access_logger(self.settings.log_format) if self.settings.access_log else None
@@ -319,16 +321,20 @@ class MockServer(Server):
                         call.token and call.token.name, sandbox, call.rule, call.request_id)
 
     def _check_reply(self, operation, status, payload, method, path):
+        """--self-check: a reply that breaks the document is noted (the newest KEPT_VIOLATIONS), counted and
+        logged as a warning."""
         if operation is not None and status not in operation.responses:
-            self.violations.append(f"{method} {path}: status {status} is not documented")
-            return
-        validator = self.spec.response_validator(operation, status)
-        if validator is None:
-            if payload:
-                self.violations.append(f"{method} {path}: {status} has a body but none is documented")
-            return
-        for location, message in validator.errors(orjson.loads(payload), "response"):
-            self.violations.append(f"{method} {path} -> {status}: {location}: {message}")
+            found = [f"{method} {path}: status {status} is not documented"]
+        elif (validator := self.spec.response_validator(operation, status)) is None:
+            found = [f"{method} {path}: {status} has a body but none is documented"] if payload else []
+        else:
+            found = [f"{method} {path} -> {status}: {location}: {message}"
+                     for location, message in validator.errors(orjson.loads(payload), "response")]
+        for violation in found:
+            log.warning("self-check: %s", violation)
+        self.violations += found
+        self.violation_count += len(found)
+        del self.violations[:-KEPT_VIOLATIONS]
 
     async def _document(self, scope, send, path):
         if scope["method"] not in ("GET", "HEAD"):

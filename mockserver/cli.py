@@ -189,6 +189,9 @@ OPTIONS = (
            "(default off; the variable: 1/true/yes/on or 0/false/no/off)"),
     Option("--log-format", ("MOCKSERVER_LOG_FORMAT",), one_of(*FORMATS), "text", "of the access log: text "
            "(default) or json, one object a line", "text|json"),
+    Option("--self-check", ("MOCKSERVER_SELF_CHECK",), flag, False, "check every reply of the API against the "
+           "document: a reply that breaks it is logged as a warning and counted in /_mock/health (default off; "
+           "the variable: 1/true/yes/on)"),
     Option("--max-sandboxes", ("MOCKSERVER_MAX_SANDBOXES",), positive(whole), 1000, "sandboxes that may exist "
            "at once; one more is refused (default 1000)", "N"),
     Option("--sandbox-ttl", ("MOCKSERVER_SANDBOX_TTL",), positive(number), 3600.0, "seconds an idle sandbox "

@@ -113,6 +113,8 @@ async def health(request):
             "uptime_seconds": round(time.time() - mock.started, 3), "memory": memory,
             "started_from": {**mock.loaded, "saved_at": iso(mock.loaded["saved_at"])} if "saved_at" in mock.loaded
             else mock.loaded}
+    if mock.settings.self_check:               # replies that broke the document (--self-check)
+        body["self_check"] = {"violations": mock.violation_count, "newest": mock.violations[-5:]}
     if mock.saver is not None:
         body["state_file"] = mock.saver.describe()
         if body["state_file"]["failing"]:

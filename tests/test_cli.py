@@ -193,6 +193,7 @@ SAMPLES = {
     "--log-level": ("debug", lambda s: s.log_level == "debug"),
     "--cors-origins": ("http://localhost:3000", lambda s: s.cors_origins == "http://localhost:3000"),
     "--access-log": ("on", lambda s: s.access_log is True),
+    "--self-check": ("yes", lambda s: s.self_check is True),
     "--log-format": ("json", lambda s: s.log_format == "json"),
     "--max-sandboxes": ("12", lambda s: s.max_sandboxes == 12),
     "--sandbox-ttl": ("60", lambda s: s.sandbox_ttl == 60),

@@ -180,3 +180,24 @@ def test_validation_messages_speak_json_and_name_the_clash_of_shapes(client):
     assert_error(reply, 400)
     message = reply.json()["message"]
     assert "should not be valid under" not in message and "not accepted together" in message, message
+
+
+def test_self_check_is_an_option_of_serve_and_counts_in_health(live_server):
+    server = live_server("--self-check")
+    health = httpx.get(f"{server.url}/_mock/health").json()
+    assert health["self_check"] == {"violations": 0, "newest": []}
+    assert httpx.get(f"{server.url}/organization", headers=ADMIN).status_code == 200
+    assert httpx.get(f"{server.url}/_mock/health").json()["self_check"]["violations"] == 0
+    plain = live_server()
+    assert "self_check" not in httpx.get(f"{plain.url}/_mock/health").json()
+
+
+def test_a_reply_that_breaks_the_document_is_logged_counted_and_the_newest_kept(make_server, caplog):
+    server = make_server()
+    operation = server.spec.resolve("GET", "/organization")[0]
+    for n in range(105):
+        server._check_reply(operation, 299, b"", "GET", f"/organization?n={n}")
+    assert server.violation_count == 105 and len(server.violations) == 100
+    assert server.violations[-1].startswith("GET /organization?n=104: status 299")
+    assert "self-check: GET /organization?n=0" in caplog.text
+    server.violations.clear()                            # what make_server asserts at the end
