@@ -4,7 +4,8 @@ record outputs that cannot be written), `check` names a token of an organization
 recording whose outputs fail at the stop exits 1 in one line each, and `parity` against a platform that
 refuses the token could not run (exit 2) instead of reporting drift.
 
-Everything this file starts listens on 127.0.0.1, ports 18690-18699 (one port per test).
+Everything this file starts listens on 127.0.0.1, on a free port; 18699 stands for a port nothing is
+asked to serve (the commands are refused before they bind it).
 """
 
 import http.server
@@ -21,7 +22,7 @@ import orjson
 import pytest
 import yaml
 
-from conftest import ADMIN, ORG, ROOT, wait_for
+from conftest import ADMIN, ORG, ROOT, free_port, wait_for
 from mockserver import cli
 
 FIXTURES = ROOT / "fixtures"
@@ -138,14 +139,15 @@ def test_a_header_size_no_request_fits_in_is_refused(args, env, shown, served, c
 
 
 def test_the_smallest_header_size_answers_an_ordinary_request(tmp_path):
-    process = subprocess.Popen([sys.executable, "-m", "mockserver", "serve", "--port", "18690",
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "mockserver", "serve", "--port", str(port),
                                 "--max-header-size", "1k"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        wait_for("http://127.0.0.1:18690/_mock/health")
-        reply = httpx.get("http://127.0.0.1:18690/organization", headers={**ADMIN, "User-Agent": "curl/8.5.0",
+        wait_for(f"http://127.0.0.1:{port}/_mock/health")
+        reply = httpx.get(f"http://127.0.0.1:{port}/organization", headers={**ADMIN, "User-Agent": "curl/8.5.0",
                                                                            "Accept": "application/json"}, timeout=10)
         assert reply.status_code == 200 and reply.json()["id"] == ORG
-        big = httpx.get("http://127.0.0.1:18690/organization", headers={**ADMIN, "X-Pad": "p" * 1100}, timeout=10)
+        big = httpx.get(f"http://127.0.0.1:{port}/organization", headers={**ADMIN, "X-Pad": "p" * 1100}, timeout=10)
         assert big.status_code == 431
     finally:
         process.send_signal(signal.SIGTERM)
@@ -227,28 +229,29 @@ def test_record_outputs_that_cannot_be_written_stop_the_start_in_one_line_each(t
     a_file = tmp_path / "a-file"
     a_file.write_text("")
     for har, out in (("/proc/nope/s.har", "/proc/nope2"), (str(a_file / "s.har"), str(a_file / "out"))):
-        result = run("record", "--upstream", "http://127.0.0.1:18699", "--port", "18691", "--har", har,
+        result = run("record", "--upstream", "http://127.0.0.1:18699", "--port", str(free_port()), "--har", har,
                      "--fixtures-out", out, timeout=30)
         assert result.returncode == 2, result.stderr
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 2 and "Traceback" not in result.stderr, result.stderr
         assert lines[0].startswith(f"mockserver: --har {har}: ")
         assert lines[1].startswith(f"mockserver: --fixtures-out {out}: ")
-    result = run("record", "--upstream", "http://127.0.0.1:18699", "--port", "18691", "--har", str(tmp_path),
+    result = run("record", "--upstream", "http://127.0.0.1:18699", "--port", str(free_port()), "--har", str(tmp_path),
                  timeout=30)
     assert result.returncode == 2 and "it is a folder" in one_line(result.stderr)
 
 
 def test_a_recording_whose_outputs_fail_at_the_stop_says_so_in_one_line_each_and_exits_1(tmp_path):
-    upstream = Tiny(18692, 200, {"id": ORG, "name": "Acme", "results": []})
+    upstream = Tiny(free_port(), 200, {"id": ORG, "name": "Acme", "results": []})
     har, out = tmp_path / "har" / "s.har", tmp_path / "fixtures"
+    port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "mockserver", "record", "--upstream", upstream.url,
-                                "--port", "18693", "--har", str(har), "--fixtures-out", str(out)], cwd=ROOT,
+                                "--port", str(port), "--har", str(har), "--fixtures-out", str(out)], cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
-        wait_for("http://127.0.0.1:18693/_mock/health")
-        assert httpx.get("http://127.0.0.1:18693/organization", headers=ADMIN, timeout=10).status_code == 200
+        wait_for(f"http://127.0.0.1:{port}/_mock/health")
+        assert httpx.get(f"http://127.0.0.1:{port}/organization", headers=ADMIN, timeout=10).status_code == 200
         assert upstream.requests
         (tmp_path / "har").write_text("now a file")        # both outputs can no longer be written
         out.write_text("now a file")
@@ -268,14 +271,14 @@ def test_a_recording_whose_outputs_fail_at_the_stop_says_so_in_one_line_each_and
 
 
 # ---------------------------------------------------------------- 6. parity: a refused token is not drift
-@pytest.mark.parametrize("port, status, message", [
-    (18694, 401, "the token has expired"),
-    (18695, 403, "the token's scopes do not allow this operation"),
+@pytest.mark.parametrize("status, message", [
+    (401, "the token has expired"),
+    (403, "the token's scopes do not allow this operation"),
 ])
-def test_parity_against_a_platform_that_refuses_the_token_could_not_run(port, status, message, capsys, tmp_path,
+def test_parity_against_a_platform_that_refuses_the_token_could_not_run(status, message, capsys, tmp_path,
                                                                         monkeypatch):
     monkeypatch.setenv("MOCKSERVER_UPSTREAM_TOKEN", BAD_TOKEN)
-    upstream = Tiny(port, status, {"status": status, "error": "Unauthorized" if status == 401 else "Forbidden",
+    upstream = Tiny(free_port(), status, {"status": status, "error": "Unauthorized" if status == 401 else "Forbidden",
                                    "message": f"{message} ({BAD_TOKEN})"})
     report = tmp_path / "report.json"
     try:

@@ -9,8 +9,7 @@
 - `--mockserver-pact` left `PACT.lock` beside the pact (with `-n 2` too). Now its holder deletes it, and
   writers still take turns.
 
-Every server these tests start listens on a port of 18700-18709 (the pytest runs are given its URL, so
-they start no in-process mock of their own)."""
+The pytest runs of these tests are given a served mock's URL, so they start no in-process mock of their own."""
 
 import json
 import logging
@@ -24,43 +23,14 @@ import textwrap
 import httpx
 import pytest
 
-from conftest import ADMIN, ORG, ROOT, LiveServer, wait_for
+from conftest import ADMIN, ORG, ROOT, LiveServer
 from mockserver import persistence
 
-PORTS = range(18700, 18710)
 PROJECTS = f"/organization/{ORG}/project"
 
 
-def port_in_range():
-    """A port of 18700-18709 that nothing listens on now."""
-    for port in PORTS:
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    pytest.skip("no free port in 18700-18709")
-
-
-class Served(LiveServer):
-    """`mockserver serve` in a subprocess, on a port of 18700-18709."""
-
-    def __init__(self, *args):
-        self.port = port_in_range()
-        self.url = f"http://127.0.0.1:{self.port}"
-        command = [sys.executable, "-m", "mockserver", "serve", "--port", str(self.port), *args]
-        self.process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        try:
-            wait_for(f"{self.url}/_mock/health")
-        except RuntimeError:
-            self.stop()
-            raise RuntimeError(f"mockserver did not start: {self.process.stderr.read().decode()}") from None
-
-
 def serve(path, *extra):
-    return Served("--clock", "manual", "--state-file", str(path), "--save-interval", "0.2", *extra)
+    return LiveServer("--clock", "manual", "--state-file", str(path), "--save-interval", "0.2", *extra)
 
 
 def start_lines(server):
@@ -188,18 +158,11 @@ def run_pytest(folder, *args, env=None):
 
 @pytest.fixture
 def refused_url():
-    """A URL of a port in 18700-18709 that is bound but not listening: every connection to it is refused."""
-    for port in PORTS:
-        holder = socket.socket()
-        try:
-            holder.bind(("127.0.0.1", port))
-        except OSError:
-            holder.close()
-            continue
-        yield f"http://127.0.0.1:{port}"
-        holder.close()
-        return
-    pytest.skip("no free port in 18700-18709")
+    """A URL of a loopback port that is bound but not listening: every connection to it is refused."""
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    yield f"http://127.0.0.1:{holder.getsockname()[1]}"
+    holder.close()
 
 
 @pytest.mark.parametrize("given", ["option", "environment"])
@@ -236,7 +199,7 @@ PACT_SUITE = """
 def test_a_pact_written_by_two_xdist_workers_leaves_no_lock_file(tmp_path):
     (tmp_path / "test_pact_suite.py").write_text(textwrap.dedent(PACT_SUITE.format(org=ORG)))
     pact = tmp_path / "pacts" / "console-idp.json"
-    mock = Served("--clock", "manual")
+    mock = LiveServer("--clock", "manual")
     try:
         result = run_pytest(tmp_path, "-n", "2", "-p", "xdist", "test_pact_suite.py", "--mockserver-url",
                             mock.url, "--mockserver-pact", str(pact), "--mockserver-pact-consumer", "console")

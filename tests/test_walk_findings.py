@@ -169,7 +169,7 @@ def test_a_cluster_lock_names_the_same_owner_for_the_same_token(client):
 
 
 def test_validation_messages_speak_json_and_name_the_clash_of_shapes(client):
-    reply = client.post(f"/organization/8d3e6a4b-1f2c-4b7a-9e1d-3c5f7a9b2d10/project", json={"name": None})
+    reply = client.post("/organization/8d3e6a4b-1f2c-4b7a-9e1d-3c5f7a9b2d10/project", json={"name": None})
     assert_error(reply, 400)
     assert "null is not of type" in reply.json()["message"] and "None" not in reply.json()["message"]
     job = {"name": "both-schedules", "source": {"image": {"image_name": "busybox", "tag": "1", "registry_id":
