@@ -47,6 +47,12 @@ def compose(data, loader=LOADER, max_bytes=SCENARIO_BYTES):
     reader = loader(data)
     try:
         check(reader)
+    except yaml.YAMLError as error:
+        # libyaml 0.2.6 (PyYAML 6.0.4) stops past 1,000 levels itself, before any event of them is read
+        if "maximum nesting depth" not in str(getattr(error, "problem", "")):
+            raise
+        mark = getattr(error, "problem_mark", None)
+        raise BoundError(f"nests deeper than {MAX_DEPTH} levels (the bound)", mark.line + 1 if mark else None) from None
     finally:
         reader.dispose()
     builder = loader(data)
