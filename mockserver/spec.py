@@ -154,8 +154,10 @@ class Spec:
             hint = f"; did you mean {' or '.join(near)}?" if near else ""
             raise ApiError(404, f"no route for {path}{hint}")
         operation = node.methods.get(method)
+        if operation is None and method == "HEAD":  # wherever GET is, HEAD is too (RFC 9110): its head, no body
+            operation = node.methods.get("GET")
         if operation is None:
-            allow = ", ".join(sorted(node.methods))
+            allow = ", ".join(sorted({*node.methods, *(("HEAD",) if "GET" in node.methods else ())}))
             ids = " or ".join(f"{op.method} {op.template} ({op.operation_id})"
                               for _, op in sorted(node.methods.items()))
             raise ApiError(405, f"method {method} is not allowed on {path}; allowed: {allow}; did you mean {ids}?",

@@ -158,7 +158,7 @@ def test_without_an_origin_a_star_is_sent_only_when_every_origin_is_allowed(clie
 def test_a_plain_options_request_is_not_a_preflight_and_still_405(client):
     reply = client.options("/organization", headers={"Origin": PAGE})
     assert_error(reply, 405)
-    assert reply.headers["allow"] == "GET"
+    assert reply.headers["allow"] == "GET, HEAD"
 
 
 # ---------------------------------------------------------------- --cors-origins

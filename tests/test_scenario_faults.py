@@ -191,7 +191,7 @@ def test_404_suggests_the_closest_documented_paths(http):
 def test_405_names_the_operation_ids_of_the_path(http):
     reply = http.delete(f"/application/{APP}/status")
     body = assert_error(reply, 405)
-    assert reply.headers["allow"] == "GET"
+    assert reply.headers["allow"] == "GET, HEAD"
     assert "getApplicationStatus" in body["message"]
 
 

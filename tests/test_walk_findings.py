@@ -201,3 +201,17 @@ def test_a_reply_that_breaks_the_document_is_logged_counted_and_the_newest_kept(
     assert server.violations[-1].startswith("GET /organization?n=104: status 299")
     assert "self-check: GET /organization?n=0" in caplog.text
     server.violations.clear()                            # what make_server asserts at the end
+
+
+def test_head_answers_wherever_get_does_with_the_head_of_its_reply(live_server):
+    server = live_server()
+    get = httpx.get(f"{server.url}/application/{APP}/status", headers=ADMIN)
+    head = httpx.head(f"{server.url}/application/{APP}/status", headers=ADMIN)
+    assert head.status_code == 200 and head.content == b""
+    assert head.headers["content-length"] == get.headers["content-length"]
+    assert head.headers["content-type"] == "application/json"
+    assert httpx.head(f"{server.url}/application/{APP}/status").status_code == 401
+    refused = httpx.delete(f"{server.url}/application/{APP}/status", headers=ADMIN)
+    assert refused.status_code == 405 and "HEAD" in refused.headers["allow"].split(", ")
+    calls = httpx.get(f"{server.url}/_mock/calls", params={"method": "HEAD"}, headers=ADMIN).json()["results"]
+    assert [(c["operation"], c["status"]) for c in calls] == [("getApplicationStatus", 200), ("getApplicationStatus", 401)]
