@@ -16,7 +16,7 @@ import asyncio
 import hmac
 import logging
 import time
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl
 
 import orjson
 
@@ -149,8 +149,6 @@ class MockServer(Server):
         try:
             name, path = choose(scope)
             if path.startswith("/_mock"):
-                if len(path) < len(scope["path"]):         # under /sandbox/{name}: its redirects stay there
-                    send = _within(scope["path"][:len(scope["path"]) - len(path)], send)
                 await self._control(scope, receive, cors.added(scope, send), name, path)
                 return
             if name not in self.sandboxes.live and self.settings.control_token:
@@ -186,7 +184,10 @@ class MockServer(Server):
             box = self.sandboxes.live.get(name)
         else:
             box = self.sandboxes.get(name)
-        scope = {**scope, "path": path, "mock.sandbox": box, "mock.runtime": box and box.rt}
+        # the control API routes `path`; under /sandbox/{name} the prefix is its root path, so that the URLs it
+        # makes (the redirect of a trailing slash) stay in the sandbox
+        scope = {**scope, "root_path": scope["path"][:len(scope["path"]) - len(path)], "mock.sandbox": box,
+                 "mock.runtime": box and box.rt}
         try:
             await _in(box, self.control(scope, receive, requestid.tagged(scope, send)))
         except Exception:                          # answered already (500 with the error body): only logged
@@ -443,9 +444,8 @@ def _check_body_head(call, limit):
                     if k.strip().lower() == "charset"), "utf-8")
     if charset not in ("utf-8", "utf8"):
         raise ApiError(415, f"request body must be JSON in UTF-8, not charset {charset[:40]}")
-    media = media.strip().lower()
-    if length is not None and length != b"0" and media != "application/json" and not media.endswith("+json"):
-        raise ApiError(415, f"request body must be application/json, not {media or 'unspecified'}")
+    if length is not None and length != b"0":   # a body is coming (a chunked one: _parse_body checks it)
+        _check_json_media(media)
 
 
 def _parse_body(raw, content_type, operation):
@@ -455,29 +455,15 @@ def _parse_body(raw, content_type, operation):
         if operation.body_required:
             raise ApiError(400, "body: a JSON request body is required", [("body", "a JSON request body is required")])
         return None
-    media = (content_type or "").split(";", 1)[0].strip().lower()
-    if media != "application/json" and not media.endswith("+json"):
-        raise ApiError(415, f"request body must be application/json, not {media or 'unspecified'}")
+    _check_json_media((content_type or "").split(";", 1)[0])
     return jsonbody.loads(raw)
 
 
-def _within(prefix, send):
-    """`send` with the sandbox prefix put back into a redirect's Location: the control API answers a path
-    with a trailing slash by a redirect to the path without it, which it knows without the prefix (followed
-    as it was, it would reach the default sandbox)."""
-    async def sending(message):
-        if message["type"] == "http.response.start" and 300 <= message["status"] < 400:
-            message = {**message, "headers": [(name, _prefixed(value, prefix) if name == b"location" else value)
-                                              for name, value in message.get("headers", ())]}
-        await send(message)
-    return sending
-
-
-def _prefixed(location, prefix):
-    parts = urlsplit(location.decode("latin-1"))
-    if not parts.path.startswith("/_mock"):       # relative, or already under the prefix
-        return location
-    return urlunsplit(parts._replace(path=prefix + parts.path)).encode("latin-1")
+def _check_json_media(media):
+    """415 unless the media type (without its parameters) is JSON: application/json or a `+json` type."""
+    media = media.strip().lower()
+    if media != "application/json" and not media.endswith("+json"):
+        raise ApiError(415, f"request body must be application/json, not {media or 'unspecified'}")
 
 
 def _encode(headers):

@@ -178,15 +178,10 @@ def filters(request, params):
     unknown = set(params) - set(FILTERS) - {"limit", *COUNTS}
     if unknown:
         raise ApiError(400, f"unknown filter(s) {', '.join(sorted(unknown))}; use {', '.join(FILTERS)}")
-    return checked(request, out)
-
-
-def checked(request, wanted):
-    """The filters, or a 400 naming each value no call could match (journal.filter_problems)."""
-    problems = filter_problems(wanted, server(request).spec.operations)
+    problems = filter_problems(out, server(request).spec.operations)
     if problems:
         raise invalid(problems)
-    return wanted
+    return out
 
 
 async def calls(request):
@@ -225,12 +220,6 @@ async def provider_states(request):
 
 async def calls_coverage(request):
     return reply(coverage(world(request).journal, server(request).spec.operations))
-
-
-async def call_rows(request):
-    """The inspector's journal rows (inspector.py), their filters checked as those of /_mock/calls are."""
-    checked(request, {name: request.query_params.get(name) for name in inspector.ROW_FILTERS})
-    return await inspector.call_rows(request)
 
 
 async def clear_calls(request):
@@ -502,7 +491,7 @@ ROUTES = [
     route("/_mock/calls/coverage", GET=calls_coverage),
     route("/_mock/calls/export", GET=export_calls),
     route("/_mock/provider-states", POST=provider_states),
-    route("/_mock/calls/rows", GET=call_rows),
+    route("/_mock/calls/rows", GET=inspector.call_rows),
     route("/_mock/calls/{id:int}", GET=inspector.call),
     route("/_mock/deployments", GET=inspector.deployments),
     route("/_mock/state/tree", GET=inspector.state_tree),

@@ -25,8 +25,8 @@ from starlette.responses import RedirectResponse, Response
 
 from . import bodies
 from .clock import iso
-from .errors import ApiError
-from .journal import mismatches, redact_body
+from .errors import ApiError, invalid
+from .journal import filter_problems, mismatches, redact_body
 from .jsonbody import check_document, too_deep
 from .lifecycle import ACTIONS, ERROR_STATES
 from .scenarios import ScenarioError
@@ -186,6 +186,9 @@ async def call_rows(request):
         raise ApiError(400, f"unknown parameter(s) {', '.join(sorted(unknown))}; use "
                             f"{', '.join(ROW_FILTERS)}, text, before, since, limit")
     wanted = {name: params[name] for name in ROW_FILTERS if params.get(name)}
+    problems = filter_problems(wanted, request.app.state.server.spec.operations)   # as /_mock/calls checks them
+    if problems:
+        raise invalid(problems)
     needle = (params.get("text") or "").strip().lower()
     before = whole_number(params, "before")
     since = whole_number(params, "since", 0)

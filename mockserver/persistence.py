@@ -197,16 +197,23 @@ def prepare(path):
     if not os.path.isdir(folder):
         problem = "does not exist" if not os.path.exists(folder) else "is not a folder"
         raise StateFolderError(path, f"its folder {folder} {problem}")
-    probe = temporary_path(path) + ".probe"
-    try:
-        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        os.unlink(probe)
-    except OSError as error:
-        raise StateFolderError(path, f"its folder {folder} is not writable ({error.strerror})") from None
+    refused = refuses_files(temporary_path(path) + ".probe")
+    if refused:
+        raise StateFolderError(path, f"its folder {folder} is not writable ({refused})")
     for stale in glob.glob(glob.escape(temporary_path(path, "")[:-len(".tmp")]) + "*.tmp"):
         pid = stale[:-len(".tmp")].rsplit(".", 1)[-1]
         if pid.isdigit() and not _alive(int(pid)):
             _remove(stale)
+
+
+def refuses_files(probe):
+    """Why a new file cannot be made at the path `probe` (one is made there and removed), or None when it can."""
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        os.unlink(probe)
+    except OSError as error:
+        return error.strerror or str(error)
+    return None
 
 
 def _alive(pid):

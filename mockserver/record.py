@@ -35,6 +35,7 @@ from . import bodies, drift, har, requestid
 from .errors import ApiError
 from .harvest import Harvest
 from .journal import REDACTED, SECRET_FIELDS, redact_authorization
+from .persistence import refuses_files
 from .sandboxes import choose
 
 log = logging.getLogger("mockserver")
@@ -70,13 +71,8 @@ def _cannot_write_in(folder):
     made = "" if existing == folder else f"the folder {folder} cannot be made: "
     if not existing.is_dir():
         return f"{made}{existing} is not a folder"
-    probe = existing / f".mockserver-record.{os.getpid()}.probe"
-    try:
-        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        os.unlink(probe)
-    except OSError as error:
-        return f"{made}the folder {existing} takes no new file ({error.strerror or error})"
-    return None
+    refused = refuses_files(existing / f".mockserver-record.{os.getpid()}.probe")
+    return f"{made}the folder {existing} takes no new file ({refused})" if refused else None
 
 
 def check_outputs(settings):

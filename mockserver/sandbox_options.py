@@ -160,8 +160,6 @@ def _built(server, options, fixtures=None):
                             "the server's machine tells why)") from None
 
 
-
-
 def _start(value):
     """Unix seconds of a start time: Unix seconds, or ISO 8601 (UTC when it names no zone)."""
     if isinstance(value, (int, float)):
