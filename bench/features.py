@@ -15,10 +15,10 @@ import tempfile
 import time
 import timeit
 
-from mockserver.accesslog import access_logger
 from mockserver.app import MockServer
-from mockserver.settings import Settings
-from mockserver.spec import Spec
+from mockserver.core.settings import Settings
+from mockserver.document.spec import Spec
+from mockserver.edge.accesslog import access_logger
 
 spec = Spec.load()
 ROUNDS = 15

@@ -122,7 +122,7 @@ def clone_entry(Entry, template, ident, changes):
 
 def fill(rt, family, template_id, count, seed):
     """Add `count` copies of the record `template_id` to the store; their ids."""
-    from mockserver.store import Entry
+    from mockserver.world.store import Entry
     store = rt.store
     table = store.tables[family.table]
     template = table.rows[template_id]
@@ -193,7 +193,7 @@ async def measure(server, family, pool, calls, warmup, seed):
 
 async def cell(args):
     from mockserver.app import MockServer
-    from mockserver.settings import Settings
+    from mockserver.core.settings import Settings
 
     family = FAMILIES[args.family]
     server = MockServer(Settings(rate_limit=10**9, rate_window=3600, clock="manual"))

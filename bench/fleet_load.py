@@ -406,7 +406,7 @@ def parse():
 if __name__ == "__main__":
     arguments = parse()
     try:
-        import uvloop                             # the faster loop, when the venv has it (the server's does)
+        import uvloop  # the faster loop, when the venv has it (the server's does)
     except ImportError:
         uvloop = None
     (uvloop.run if uvloop else asyncio.run)(main(arguments))

@@ -54,7 +54,7 @@ def scope(path):
 
 async def measure(calls):
     from mockserver.app import MockServer
-    from mockserver.settings import Settings
+    from mockserver.core.settings import Settings
 
     async def receive():
         return {"type": "http.request", "body": b"", "more_body": False}
@@ -83,7 +83,7 @@ def main():
     parser.add_argument("--allocator", choices=("jemalloc", "malloc"), default="malloc")
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    from mockserver import allocator
+    from mockserver.process import allocator
     environ = allocator.environment(args.allocator, os.environ)
     if environ is not None:
         os.execve(sys.executable, [sys.executable, *sys.argv], environ)

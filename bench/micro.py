@@ -16,8 +16,8 @@ import jsonschema_rs
 import orjson
 
 from mockserver.app import MockServer
-from mockserver.settings import Settings
-from mockserver.spec import Spec
+from mockserver.core.settings import Settings
+from mockserver.document.spec import Spec
 
 spec = Spec.load()
 server = MockServer(Settings(rate_limit=10**9, rate_window=3600), spec=spec)

@@ -20,8 +20,8 @@ import signal
 import socket
 import statistics
 import subprocess
-import tempfile
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -193,7 +193,7 @@ def servers(with_prism, baseline=None, floors=None):
             subprocess.run(["npm", "install", "--prefix", str(BENCH / ".prism"), "--no-audit", "--no-fund",
                             "--save-exact", f"@stoplight/prism-cli@{PRISM_VERSION}"], check=True)
         yield "prism", [str(PRISM), "mock", "-h", "127.0.0.1", "-p", "{port}", "--errors=false", "-v", "silent",
-                        str(ROOT / "mockserver" / "openapi" / "openapi.yaml")], ROOT, None
+                        str(ROOT / "mockserver" / "document" / "openapi.yaml")], ROOT, None
 
 
 def throughput(args, port, baseline=None):

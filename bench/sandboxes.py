@@ -25,6 +25,7 @@ Run with the project's venv (the in-process parts import mockserver).
 import argparse
 import asyncio
 import gc
+import http.client
 import json
 import os
 import signal
@@ -34,7 +35,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import http.client
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -149,8 +149,8 @@ def rounds_ms(rounds):
 
 def create_reset(args, port):
     from mockserver.app import MockServer
-    from mockserver.clock import Clock
-    from mockserver.settings import Settings
+    from mockserver.core.clock import Clock
+    from mockserver.core.settings import Settings
 
     pin_here()
     out = {"load_before": load_avg()}
@@ -379,7 +379,7 @@ def _scope(method, path, auth, mode, body=b"", box="s0"):
 def inproc(mode, n, rounds):
     """CPU microseconds per request of the mixed load, in-process (run in a subprocess, for either code)."""
     from mockserver.app import MockServer
-    from mockserver.settings import Settings
+    from mockserver.core.settings import Settings
 
     pin_here()
     server = MockServer(Settings(rate_limit=10**9, rate_window=3600))
@@ -419,7 +419,7 @@ def inproc(mode, n, rounds):
     if hasattr(server, "sandboxes"):               # the code before sandboxes has no lookup
         import timeit
 
-        from mockserver.sandboxes import choose
+        from mockserver.sandboxes.sandbox import choose
         for what in ("none", "header", "prefix"):
             scope = _scope("GET", f"/application/{APP}/status", True, what)
             fn = lambda: server.sandboxes.get(choose(scope)[0])  # noqa: E731
@@ -534,8 +534,8 @@ async def _asgi(server, method, path, body=None):
 
 def snapshots(args, port):
     from mockserver.app import MockServer
-    from mockserver.settings import Settings
-    from mockserver.world import freeze, thaw
+    from mockserver.core.settings import Settings
+    from mockserver.world.frozen import freeze, thaw
 
     pin_here()
     out = {"load_before": load_avg(), "levels": []}

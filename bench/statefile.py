@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from sandboxes import ORG, _asgi, load_avg  # noqa: E402  (the same request driver as the sandbox bench)
 
 from mockserver.app import MockServer  # noqa: E402
-from mockserver.persistence import restore  # noqa: E402
-from mockserver.settings import Settings  # noqa: E402
+from mockserver.core.settings import Settings  # noqa: E402
+from mockserver.sandboxes.statefile import restore  # noqa: E402
 
 
 def main():

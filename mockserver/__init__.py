@@ -1,3 +1,5 @@
 """A high-fidelity mock server of the Infrastructure Deployment Platform API."""
 
-__version__ = "0.1.0"
+from mockserver.core.version import __version__
+
+__all__ = ["__version__"]

@@ -20,21 +20,21 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from . import bodies, cors, faults, home, jsonbody, requestid
-from .accesslog import access_logger
-from .auth import authenticate, authorize
-from .control import control_app
-from .errors import ApiError, invalid
-from .handlers import HANDLERS, PRECHECKS
-from .journal import redact_authorization
-from .runtime import Context
-from .sandboxes import DEFAULT, choose
-from .server import Server
+from mockserver.api.handlers import HANDLERS, PRECHECKS
+from mockserver.calls.journal import redact_authorization
+from mockserver.control import home
+from mockserver.control.routes import control_app
+from mockserver.core.errors import ApiError, invalid
+from mockserver.core.paths import DOCUMENT_PATHS, without_api_prefix
+from mockserver.edge import bodies, cors, faults, jsonbody, requestid
+from mockserver.edge.accesslog import access_logger
+from mockserver.sandboxes.sandbox import DEFAULT, choose
+from mockserver.sandboxes.worlds import Server
+from mockserver.world.auth import authenticate, authorize
+from mockserver.world.runtime import Context
 
 log = logging.getLogger("mockserver")
 JSON = [(b"content-type", b"application/json")]
-PREFIX = "/api/v1"
-DOCUMENTS = ("/openapi.json", "/openapi.yaml")
 OPEN_CONTROL = ("/_mock/health", "/_mock/ui", "/_mock/schemas")   # reachable without the control token (probes, the page itself)
 GLOBAL_CONTROL = ("/_mock/sandboxes", "/_mock/health", "/_mock/schemas")
 READS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -57,7 +57,7 @@ class Exchange:
     def __init__(self, rt, scope, path):
         self.started = time.perf_counter()
         self.method = scope["method"]
-        self.path = path[len(PREFIX):] if path.startswith(PREFIX + "/") else path
+        self.path = without_api_prefix(path)
         self.raw_headers = scope["headers"]
         authorization = content_type = sent_id = length = encoding = None
         for name, value in self.raw_headers:
@@ -125,7 +125,7 @@ class MockServer(Server):
         self.access_log = access_logger(self.settings.log_format) if self.settings.access_log else None
         self.recorder = None                   # the recording proxy (record.py), only with an upstream: it brings
         if self.settings.upstream:             # the HTTP client, which costs a plain server ~7 MiB unused
-            from .record import Recorder
+            from mockserver.contract.proxy import Recorder
             self.recorder = Recorder(self.settings, self.spec)
         self.entry = cors.Cors(self.route, cors.parse(self.settings.cors_origins),
                                cors.methods_finder(self.spec, self.control.routes))
@@ -159,7 +159,7 @@ class MockServer(Server):
             await _send(requestid.tagged(scope, cors.added(scope, send)), error.status, error.render(),
                         JSON + _encode(error.headers))
             return
-        if path in DOCUMENTS:
+        if path in DOCUMENT_PATHS:
             await self._document(scope, requestid.tagged(scope, cors.added(scope, send)), path)
             return
         if path == "/":

@@ -33,7 +33,7 @@ import httpx
 import pytest
 
 try:
-    import fcntl                                # tests on several workers write one pact file in turn
+    import fcntl  # tests on several workers write one pact file in turn
 except ImportError:                             # pragma: no cover (Windows): no lock, one worker at a time
     fcntl = None
 
@@ -292,8 +292,8 @@ class _InProcess:
     def __init__(self, clock="manual", fixtures=None, scenarios=()):
         import uvicorn
 
-        from .app import MockServer
-        from .settings import Settings
+        from mockserver.app import MockServer
+        from mockserver.core.settings import Settings
 
         settings = Settings(clock=clock, scenarios=list(scenarios))
         if fixtures:

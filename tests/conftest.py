@@ -17,8 +17,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from mockserver.app import MockServer
-from mockserver.settings import Settings
-from mockserver.spec import Spec
+from mockserver.core.settings import Settings
+from mockserver.document.spec import Spec
 
 pytest_plugins = ["browser_support"]
 

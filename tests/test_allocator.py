@@ -8,7 +8,8 @@ import sys
 import httpx
 import pytest
 
-from mockserver import allocator, cli
+from mockserver.cli import main as cli
+from mockserver.process import allocator
 
 JEMALLOC = allocator.find_jemalloc()
 needs_jemalloc = pytest.mark.skipif(JEMALLOC is None, reason="the jemalloc library is not installed "
@@ -101,7 +102,7 @@ def test_serve_keeps_pythons_allocator_when_asked(live_server, monkeypatch):
 # ---------------------------------------------------------------- handing memory back
 RELEASE = """
 import sys
-from mockserver import allocator
+from mockserver.process import allocator
 def resident():
     with open("/proc/self/statm") as handle:
         return int(handle.read().split()[1]) * 4096
@@ -127,7 +128,7 @@ def test_the_releaser_hands_freed_pages_back_to_the_system(name):
 
 
 def test_memory_let_go_is_handed_back_at_the_next_tick_at_most_once_a_second():
-    from mockserver.collector import TRIM_EVERY, Collector
+    from mockserver.process.collector import TRIM_EVERY, Collector
     now = [100.0]
     collector = Collector(clock=lambda: now[0])
     handed = []

@@ -8,9 +8,8 @@ import math
 
 import pytest
 import yaml
-from starlette.testclient import TestClient
-
 from conftest import ADMIN, APP, CLUSTER, DEPLOY, ORG, OTHER_ORG, PROJECT, READ, ROOT, WRITE
+from starlette.testclient import TestClient
 
 OTHER_PROJECT = "4a6c8e0b-2d4f-4a6c-9e0b-2d4f6a8c0e4a"
 OTHER_CLUSTER = "9e1c3a5f-7b9d-4e1f-8a3c-5f7b9d1e3a5c"

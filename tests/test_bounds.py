@@ -2,11 +2,11 @@
 control API, and every call that reached the API is journaled, whatever it ended in."""
 
 import pytest
+from conftest import ADMIN, ORG, PROJECT, assert_error
 from starlette.testclient import TestClient
 
-from conftest import ADMIN, ORG, PROJECT, assert_error
-from mockserver import handlers
-from mockserver.jsonbody import MAX_DEPTH, depth_exceeds
+from mockserver.api import handlers
+from mockserver.edge.jsonbody import MAX_DEPTH, depth_exceeds
 
 VARIABLES = f"/project/{PROJECT}/environmentVariable"
 JSON = {"Content-Type": "application/json"}

@@ -7,12 +7,12 @@ import threading
 import tracemalloc
 from collections import deque
 
+from conftest import ADMIN, APP, PROJECT
 from starlette.testclient import TestClient
 
-from conftest import ADMIN, APP, PROJECT
-from mockserver.calllog import BLOCK, KEEP, Block, Call, CallLog, PackedCall
-from mockserver import persistence
-from mockserver.journal import Budget, Journal
+from mockserver.calls.journal import Budget, Journal
+from mockserver.calls.log import BLOCK, KEEP, Block, Call, CallLog, PackedCall
+from mockserver.sandboxes import statefile as persistence
 
 
 class _Operation:

@@ -1,8 +1,8 @@
 """The command line: `mockserver check` and `mockserver serve`, run as real processes."""
 
 import json
-import re
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -10,7 +10,6 @@ import sys
 import httpx
 import pytest
 import yaml
-
 from conftest import ADMIN, ORG, ROOT
 
 FIXTURES = ROOT / "fixtures"
@@ -141,8 +140,8 @@ def test_serve_max_body_option_bounds_request_bodies(live_server):
 def test_default_max_body_takes_the_longest_string_the_document_allows_escaped():
     """A string one past the document's longest maxLength, of astral characters sent as \\u escapes,
     fits the default limit, so schema fuzzers get a 400 naming the field rather than a 413."""
-    from mockserver.settings import Settings
-    document = (ROOT / "mockserver" / "openapi" / "openapi.yaml").read_text()
+    from mockserver.core.settings import Settings
+    document = (ROOT / "mockserver" / "document" / "openapi.yaml").read_text()
     longest = max(int(n) for n in re.findall(r"maxLength: (\d+)", document))
     assert longest >= 65536
     assert len(json.dumps({"content": "\U0002b31e" * (longest + 1)})) < Settings().max_body
@@ -150,8 +149,8 @@ def test_default_max_body_takes_the_longest_string_the_document_allows_escaped()
 
 # ---------------------------------------------------------------- --version, --help, the environment
 def test_version_names_the_package_the_document_and_python():
-    from mockserver import __version__
-    from mockserver.spec import DOCUMENT
+    from mockserver.core.version import __version__
+    from mockserver.document.spec import DOCUMENT
     result = run("--version")
     assert result.returncode == 0, result.stderr
     document = yaml.safe_load(DOCUMENT.read_text())["info"]["version"]
@@ -160,7 +159,7 @@ def test_version_names_the_package_the_document_and_python():
 
 
 def test_help_lists_every_environment_variable_of_each_command():
-    from mockserver.cli import OPTIONS
+    from mockserver.cli.main import OPTIONS
     for command in ("serve", "record", "parity"):
         text = run(command, "--help").stdout
         for option in (option for option in OPTIONS if option.of(command)):
@@ -248,7 +247,7 @@ PARITY_SAMPLES = {
 
 
 def test_every_listed_environment_variable_sets_its_option(monkeypatch):
-    from mockserver.cli import OPTIONS, parity_config, parser, settings_from
+    from mockserver.cli.main import OPTIONS, parity_config, parser, settings_from
     serve = {option.flag: option.env for option in OPTIONS if option.of("serve")}
     parity = {option.flag: option.env for option in OPTIONS if option.of("parity")}
     assert set(SAMPLES) == set(serve) and set(PARITY_SAMPLES) == set(parity)
@@ -270,7 +269,7 @@ def test_every_listed_environment_variable_sets_its_option(monkeypatch):
 
 
 def test_new_options_default_to_cors_for_local_pages_no_access_log_and_bounded_connections(monkeypatch):
-    from mockserver.cli import ENVIRONMENT, parser, settings_from
+    from mockserver.cli.main import ENVIRONMENT, parser, settings_from
     for names in ENVIRONMENT.values():
         for name in names:
             monkeypatch.delenv(name, raising=False)

@@ -9,7 +9,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 
 from mockserver.app import MockServer
-from mockserver.settings import Settings
+from mockserver.core.settings import Settings
 
 CONFIG = schemathesis.Config.from_str('''
 [auth.openapi.Bearer]

@@ -11,9 +11,8 @@ import sys
 import httpx
 import jsonschema
 import pytest
-from pact import Verifier
-
 from conftest import APP, CLUSTER, ORG, ROOT, LiveServer, assert_error
+from pact import Verifier
 
 ADMIN = {"Authorization": "Token mock-admin-token"}
 STATUS_DRIFT = """\

@@ -12,10 +12,10 @@ import threading
 
 import httpx
 import pytest
+from conftest import ADMIN, APP, ORG, assert_error, free_port
 from starlette.testclient import TestClient
 
-from conftest import ADMIN, APP, ORG, assert_error, free_port
-from mockserver.cors import parse
+from mockserver.edge.cors import parse
 
 PAGE = "http://localhost:3000"
 

@@ -13,9 +13,8 @@ import re
 
 import pytest
 import schemathesis
-from starlette.testclient import TestClient
-
 from conftest import ADMIN
+from starlette.testclient import TestClient
 
 METHODS = ("get", "post", "put", "delete")
 SEGMENT_ID = re.compile(r"/([^/{}]+)/([^/]+)")

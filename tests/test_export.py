@@ -10,10 +10,10 @@ import sys
 import httpx
 import pytest
 import yaml
+from conftest import ADMIN, CLUSTER, ORG, ROOT, assert_error, free_port
 from starlette.testclient import TestClient
 
-from conftest import ADMIN, CLUSTER, ORG, ROOT, assert_error, free_port
-from mockserver.fixtures import read_fixtures
+from mockserver.world.fixtures import read_fixtures
 
 SECRETS = {
     "project secret": "proj-secret-value-1",

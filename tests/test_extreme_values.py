@@ -10,11 +10,11 @@ extremes anything but a 5xx.
 import copy
 
 import pytest
-from starlette.testclient import TestClient
-
 from conftest import ADMIN, APP, HELM, assert_error
-from mockserver.clock import LAST_START
+from starlette.testclient import TestClient
 from test_examples_reach import example_request, resolve
+
+from mockserver.core.clock import LAST_START
 
 HUGE = [2 ** 63, 5376787370137646792704, -(2 ** 63), -5376787370137646792704, 1e308, -1e308]
 

@@ -11,7 +11,6 @@ import sys
 
 import httpx
 import pytest
-
 from conftest import ADMIN, APP, CONTAINER, ORG, ROOT, LiveServer, free_port
 
 SKIPPED = 77
@@ -110,7 +109,7 @@ def test_a_bad_environment_value_is_named_with_its_variable(variable, value):
 
 
 def test_every_option_of_every_command_has_help_text():
-    from mockserver.cli import OPTIONS
+    from mockserver.cli.main import OPTIONS
     for command in ("serve", "check", "record", "parity"):
         text = run(command, "--help").stdout
         for option in OPTIONS:

@@ -7,15 +7,14 @@ import random
 import weakref
 
 import orjson
-
 import pytest
+from conftest import ADMIN, APP, JOB, PROJECT
 from starlette.testclient import TestClient
 
-from conftest import ADMIN, APP, JOB, PROJECT
-from mockserver import fake
-from mockserver.collector import Collector
-from mockserver.fake import Fake
-from mockserver.journal import Budget, Journal
+from mockserver.calls.journal import Budget, Journal
+from mockserver.process.collector import Collector
+from mockserver.world import fake
+from mockserver.world.fake import Fake
 
 
 # ---------------------------------------------------------------- generated data

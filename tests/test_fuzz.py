@@ -21,7 +21,6 @@ import socket
 import time
 
 import pytest
-
 from control_routes import CONTROL_REQUESTS, CONTROL_TEMPLATES
 from test_examples_reach import example_request
 
@@ -282,7 +281,7 @@ def journaled(http, outcomes):
 
 
 def test_the_fuzzer_covers_every_control_route():
-    from mockserver.control import ROUTES
+    from mockserver.control.routes import ROUTES
     routes = {(method, route.path) for route in ROUTES for method in route.methods if method != "HEAD"}
     covered = {(method, CONTROL_TEMPLATES.get(path, path)) for method, path in CONTROL_REQUESTS}
     assert routes - covered == set()

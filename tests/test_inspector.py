@@ -9,7 +9,6 @@ import socket
 import httpx
 import pytest
 import yaml
-
 from browser_support import screenshot
 from conftest import ADMIN, APP, CONTAINER, ENV, ORG, PROJECT, free_port
 

@@ -6,14 +6,13 @@ import re
 from datetime import datetime
 
 import openapi_spec_validator
-
 import pytest
+from conftest import ADMIN, APP, ENV, ORG, PROJECT, READ
 from starlette.testclient import TestClient
 
-from conftest import ADMIN, APP, ENV, ORG, PROJECT, READ
 from mockserver.app import MockServer
-from mockserver.clock import Clock
-from mockserver.settings import Settings
+from mockserver.core.clock import Clock
+from mockserver.core.settings import Settings
 
 PROJECTS = f"/organization/{ORG}/project"
 

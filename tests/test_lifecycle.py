@@ -14,9 +14,8 @@ import time
 import httpx
 import orjson
 import pytest
-from starlette.testclient import TestClient
-
 from conftest import ADMIN, APP, CONTAINER, DATABASE, DEPLOY, ENV, HELM, JOB, REGISTRY, TERRAFORM
+from starlette.testclient import TestClient
 
 APP_STEPS = ["REGISTRY_CREATE_REPOSITORY", "GIT_CLONE", "BUILD_QUEUEING", "BUILD", "DEPLOYMENT_QUEUEING",
              "DEPLOYMENT", "ROUTER_DEPLOYMENT"]
@@ -596,7 +595,7 @@ def test_a_request_saved_before_requests_had_slots_reads_back():
     import copyreg
     import pickle
 
-    from mockserver.lifecycle import Request, plan
+    from mockserver.world.lifecycle import Request, plan
 
     class Old:                                        # what an earlier version wrote: the class, then a dict
         def __reduce__(self):
@@ -622,8 +621,9 @@ def test_a_running_request_of_a_world_saved_before_requests_had_slots_reads_back
     world.set_attributes, their steps a list): one still under way reads its phase and ends."""
     import dataclasses
 
-    from mockserver import lifecycle, world
-    from mockserver.lifecycle import Request, plan
+    from mockserver.world import frozen as world
+    from mockserver.world import lifecycle
+    from mockserver.world.lifecycle import Request, plan
 
     fields = [(f.name, f.type, f) for f in dataclasses.fields(Request)]
     Before = dataclasses.make_dataclass("Request", [(name, kind, dataclasses.field(default=f.default,

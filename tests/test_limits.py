@@ -15,7 +15,6 @@ import time
 import httpx
 import orjson
 import pytest
-
 from conftest import ADMIN, ORG, ROOT, LiveServer, free_port, wait_for
 
 PROJECTS = f"/organization/{ORG}/project"

@@ -7,9 +7,8 @@ and any `null` in a field whose schema is not `nullable` fails the test, naming 
 field. The document itself declares nullable only the fields the spec writes "or null".
 """
 
-from starlette.testclient import TestClient
-
 from conftest import ADMIN
+from starlette.testclient import TestClient
 from test_examples_reach import METHODS, example_request, resolve
 
 # the response fields the spec types "string or null" / "boolean or null" (variables, secrets, references)

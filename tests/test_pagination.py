@@ -3,7 +3,6 @@
 Without either parameter a list is returned whole (no `pagination`)."""
 
 import pytest
-
 from conftest import APP, DATABASE, ENV, HELM, ORG, PROJECT
 
 

@@ -16,12 +16,13 @@ import httpx
 import orjson
 import pytest
 import yaml
-from starlette.testclient import TestClient
-
 from conftest import ORG, ROOT, free_port
-from mockserver import flows, har, parity
-from mockserver.cli import main
+from starlette.testclient import TestClient
 from upstream import PLATFORM_TOKEN, Drifting, Process, platform_folder
+
+from mockserver.calls import har
+from mockserver.cli.main import main
+from mockserver.contract import flows, parity
 
 FAST = ("--pace", "1000/1s", "--poll-interval", "0.05")
 SECRET = "parity-SECRET-value-5e0c"

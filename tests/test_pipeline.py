@@ -7,9 +7,8 @@ import sys
 import openapi_spec_validator
 import pytest
 import yaml
-from starlette.testclient import TestClient
-
 from conftest import ADMIN, APP, ENV, ORG, PROJECT, ROOT, assert_error
+from starlette.testclient import TestClient
 
 PROJECTS = f"/organization/{ORG}/project"
 ENVIRONMENTS = f"/project/{PROJECT}/environment"
@@ -45,7 +44,7 @@ def test_openapi_json_and_yaml_describe_the_same_paths(server):
 
 
 def test_committed_document_is_in_step_with_its_tables():
-    result = subprocess.run([sys.executable, "-m", "mockserver.openapi.build", "--check"], cwd=ROOT,
+    result = subprocess.run([sys.executable, "-m", "mockserver.document.build", "--check"], cwd=ROOT,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
 
@@ -219,7 +218,7 @@ def test_a_resolved_path_is_remembered_and_each_caller_gets_its_own_values(serve
 
 
 def test_the_remembered_paths_are_bounded_and_unknown_paths_are_not_kept(server, monkeypatch):
-    from mockserver import spec as spec_module
+    from mockserver.document import spec as spec_module
     monkeypatch.setattr(spec_module, "RESOLVED", 8)
     spec = server.spec
     spec._resolved.clear()

@@ -4,11 +4,10 @@ registries, Terraform variables file discovery, labels groups, AWS credentials a
 import copy
 
 import pytest
+from conftest import ADMIN, CLUSTER, ORG, OTHER_ORG, REGISTRY
 from starlette.testclient import TestClient
 
-from mockserver.openapi.ids import IDS
-
-from conftest import ADMIN, CLUSTER, ORG, OTHER_ORG, REGISTRY
+from mockserver.document.ids import IDS
 
 DEV_CLUSTER = "6b8d0f2a-4c6e-4a8b-9d0f-2a4c6e8b0d1f"        # Acme, Kubernetes 1.30
 GLOBEX_CLUSTER = "9e1c3a5f-7b9d-4e1f-8a3c-5f7b9d1e3a5c"     # belongs to the other organization

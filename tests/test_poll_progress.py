@@ -7,9 +7,8 @@ import json
 
 import httpx
 import pytest
-from starlette.testclient import TestClient
-
 from conftest import ADMIN, APP, CLUSTER, CONTAINER, DATABASE, ENV, ORG
+from starlette.testclient import TestClient
 
 UNREACHABLE_HOOK = "http://127.0.0.1:9/hooks/deployments"
 

@@ -1,7 +1,6 @@
 """The organization, projects, environments and deployment rules over HTTP."""
 
 import pytest
-
 from conftest import APP, CLUSTER, DATABASE, ENV, ORG, OTHER_ORG, PROJECT
 
 PROJECTS = f"/organization/{ORG}/project"

@@ -19,12 +19,12 @@ import httpx
 import jsonschema
 import orjson
 import pytest
-from starlette.testclient import TestClient
-
 from conftest import ORG, ROOT, free_port
-from mockserver.export import project
-from mockserver.spec import Spec
+from starlette.testclient import TestClient
 from upstream import PLATFORM, PLATFORM_TOKEN, Process, Upstream, platform_folder
+
+from mockserver.document.spec import Spec
+from mockserver.world.export import project
 
 SECRETS = ("s3cret-APP-value-41c7", "registry-PASSWORD-88e2", "webhook-SIGNING-secret-1d90")
 HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "te", "trailer", "upgrade"}

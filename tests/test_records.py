@@ -5,7 +5,6 @@ a field the document lists as required and a reply leaves out fails any test her
 """
 
 import pytest
-
 from conftest import APP, CLUSTER, CONTAINER, DATABASE, ENV, HELM, JOB, ORG, OTHER_ORG, PROJECT, REGISTRY, TERRAFORM
 
 SERVICES = {"application": APP, "container": CONTAINER, "database": DATABASE, "job": JOB, "helm": HELM,

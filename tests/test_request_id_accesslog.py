@@ -5,11 +5,11 @@ import re
 
 import httpx
 import pytest
+from conftest import ADMIN, APP, assert_error
 from starlette.testclient import TestClient
 
-from conftest import ADMIN, APP, assert_error
-from mockserver.accesslog import access_logger
-from mockserver.requestid import LIMIT
+from mockserver.edge.accesslog import access_logger
+from mockserver.edge.requestid import LIMIT
 
 TEXT_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (?P<method>[A-Z]+) (?P<path>\S+) (?P<status>\d+) "
                        r"(?P<latency>\d+\.\d\d)ms (?P<operation>\S+) token=(?P<token>\S+)"

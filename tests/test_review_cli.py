@@ -21,9 +21,10 @@ import httpx
 import orjson
 import pytest
 import yaml
-
 from conftest import ADMIN, ORG, ROOT, free_port, wait_for
-from mockserver import cli
+
+from mockserver.app import MockServer
+from mockserver.cli import main as cli
 
 FIXTURES = ROOT / "fixtures"
 FAST = ("--pace", "1000/1s", "--poll-interval", "0.05")
@@ -76,7 +77,7 @@ def refused(capsys, argv, env=(), monkeypatch=None):
     ["parity", "--upstream", "http://127.0.0.1:18699", "--max-wait", "nan"],
 ])
 def test_non_finite_numbers_are_refused_in_one_line_like_0(argv, served, capsys, monkeypatch):
-    monkeypatch.setattr("mockserver.parity.run", lambda config: 0)
+    monkeypatch.setattr("mockserver.contract.parity.run", lambda config, build_mock: 0)
     status, err = refused(capsys, [*argv, "--port", "18699"] if argv[0] != "parity" else [*argv, "--token", "t"])
     assert status == 2 and not served, err
     line = one_line(err)
@@ -167,8 +168,9 @@ def test_serve_and_parity_on_a_fixtures_file_say_it_is_not_a_folder(capsys):
     result = run("serve", "--port", "18699", "--fixtures", "README.md", timeout=30)
     assert result.returncode == 2
     assert "README.md: not a folder" in one_line(result.stderr)
-    from mockserver import parity
-    status = parity.run(parity.Config(upstream="http://127.0.0.1:18699", token="t", fixtures=ROOT / "README.md"))
+    from mockserver.contract import parity
+    status = parity.run(parity.Config(upstream="http://127.0.0.1:18699", token="t", fixtures=ROOT / "README.md"),
+                        MockServer)
     assert status == 2 and "README.md: not a folder" in capsys.readouterr().err
 
 

@@ -5,9 +5,9 @@ import json
 
 import httpx
 import pytest
+from conftest import ADMIN, APP, ENV, PROJECT, assert_error
 from pact import Verifier
 
-from conftest import ADMIN, APP, ENV, PROJECT, assert_error
 from mockserver.pytest_plugin import MockServerClient
 
 LOG_LEVEL = "6e8a0c2d-4f6b-4d8e-8a0c-2d4f6b8e0a2c"        # project variable of the fixtures
@@ -152,7 +152,7 @@ def test_the_documented_filter_forms_still_match(busy):
 
 
 def test_filter_problems_is_the_one_check(spec):
-    from mockserver.journal import filter_problems
+    from mockserver.calls.journal import filter_problems
 
     assert filter_problems({"status": "4xx", "method": "patch", "operation": "createProject", "since": "0",
                             "path": "/project/*", "scenario": "x", "request_id": "r"}, spec.operations) == []

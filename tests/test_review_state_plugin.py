@@ -22,9 +22,9 @@ import textwrap
 
 import httpx
 import pytest
-
 from conftest import ADMIN, ORG, ROOT, LiveServer
-from mockserver import persistence
+
+from mockserver.sandboxes import statefile as persistence
 
 PROJECTS = f"/organization/{ORG}/project"
 

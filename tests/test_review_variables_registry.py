@@ -10,10 +10,10 @@ registry block after the registry is edited.
 """
 
 import yaml
+from conftest import ADMIN, APP, CONTAINER, ENV, ORG, PROJECT, REGISTRY, assert_error
 from starlette.testclient import TestClient
 
-from conftest import ADMIN, APP, CONTAINER, ENV, ORG, PROJECT, REGISTRY, assert_error
-from mockserver.fixtures import read_fixtures
+from mockserver.world.fixtures import read_fixtures
 
 LOG_LEVEL = "6e8a0c2d-4f6b-4d8e-8a0c-2d4f6b8e0a2c"        # project variable of the fixtures (value info)
 PAYMENT_API_KEY = "7f9b1d3e-5a7c-4e9f-9b1d-3e5a7c9f1b3d"  # project secret of the fixtures

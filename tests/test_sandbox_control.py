@@ -11,15 +11,14 @@ import time
 
 import httpx
 import pytest
+from conftest import ADMIN, ORG, ROOT, LiveServer, assert_error
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from mockserver.app import MockServer
+from mockserver.core.settings import Settings
 from mockserver.pytest_plugin import MockServerClient, _InProcess, sandbox_name
-from mockserver.sandboxes import NAME, Sandbox, Sandboxes
-from mockserver.settings import Settings
-
-from conftest import ADMIN, ORG, ROOT, LiveServer, assert_error
+from mockserver.sandboxes.sandbox import NAME, Sandbox, Sandboxes
 
 PROJECTS = f"/organization/{ORG}/project"
 

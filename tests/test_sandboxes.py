@@ -17,13 +17,12 @@ import time
 
 import httpx
 import pytest
+from conftest import ADMIN, APP, ENV, ORG, PROJECT, ROOT, assert_error
+from receiver import DEADLINE, Receiver, Silent
 from starlette.testclient import TestClient
 
 from mockserver.app import MockServer
-from mockserver.settings import Settings
-
-from conftest import ADMIN, APP, ENV, ORG, PROJECT, ROOT, assert_error
-from receiver import DEADLINE, Receiver, Silent
+from mockserver.core.settings import Settings
 
 PROJECTS = f"/organization/{ORG}/project"
 WEBHOOKS = f"/organization/{ORG}/webhook"

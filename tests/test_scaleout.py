@@ -17,7 +17,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from conftest import ADMIN, ORG
 
 ROOT = Path(__file__).resolve().parent.parent

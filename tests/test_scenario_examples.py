@@ -7,9 +7,8 @@ import time
 
 import httpx
 import pytest
-from starlette.testclient import TestClient
-
 from conftest import ADMIN, APP, CONTAINER, ENV, ORG, ROOT, assert_error
+from starlette.testclient import TestClient
 
 EXAMPLES = ROOT / "scenarios"
 STATUS = f"/application/{APP}/status"

@@ -7,7 +7,6 @@ import time
 
 import httpx
 import pytest
-
 from conftest import ADMIN, APP, assert_error
 
 ORG_CALL = {"operation": "getOrganization"}

@@ -10,12 +10,11 @@ import httpx
 import jsonschema
 import pytest
 import yaml
+from conftest import ADMIN, ROOT
 from starlette.testclient import TestClient
 
-from conftest import ADMIN, ROOT
-
 EXAMPLES = ROOT / "scenarios"
-SHIPPED = ROOT / "mockserver" / "schemas" / "scenario.schema.json"
+SHIPPED = ROOT / "mockserver" / "world" / "scenario.schema.json"
 
 # name -> (rules part of a document, the line the problem is on, words of the problem)
 REFUSED = {
@@ -128,8 +127,8 @@ def test_the_schema_is_served_without_the_control_token(live_server):
 
 
 def test_the_shipped_schema_is_current():
-    from mockserver.scenarios import schema_document
-    assert json.loads(SHIPPED.read_text()) == schema_document(), "run: python -m mockserver.scenarios"
+    from mockserver.world.scenarios import schema_document
+    assert json.loads(SHIPPED.read_text()) == schema_document(), "run: python -m mockserver.world.scenarios"
 
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)

@@ -9,9 +9,8 @@ import time
 
 import httpx
 import pytest
-from starlette.testclient import TestClient
-
 from conftest import ADMIN, APP, CLUSTER, CONTAINER, DEPLOY, ENV, ORG, PROJECT, READ, ROOT, WRITE, assert_error
+from starlette.testclient import TestClient
 
 EXAMPLES = ROOT / "scenarios"
 EXAMPLE_NAMES = {"build-fails", "flaky-status", "slow-cluster-upgrade", "rate-limit-exhausted",

@@ -11,9 +11,9 @@ import sys
 
 import httpx
 import pytest
-
 from conftest import ADMIN, APP, ENV, ORG, ROOT, LiveServer, assert_error
-from mockserver.validation import Validator
+
+from mockserver.document.validation import Validator
 
 SECRET = "s3cret-do-not-echo"
 GIT = {"url": "https://git.example.com/acme/tf.git", "branch": "main"}

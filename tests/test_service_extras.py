@@ -6,9 +6,8 @@ from datetime import datetime
 
 import httpx
 import pytest
-from starlette.testclient import TestClient
-
 from conftest import ADMIN, APP, CLUSTER, DATABASE, ENV, HELM, JOB, ORG, REGISTRY
+from starlette.testclient import TestClient
 
 LOG_FIELDS = {"id", "created_at", "message", "pod_name", "version"}
 COMMIT_FIELDS = {"created_at", "git_commit_id", "tag", "message", "author_name", "author_avatar_url",

@@ -4,11 +4,7 @@ built-in variables and the per-kind validation rules."""
 import uuid
 
 import pytest
-
-
-
-from conftest import (APP, CLUSTER, CONTAINER, DATABASE, ENV, HELM, JOB, ORG, OTHER_ORG, PROJECT, REGISTRY,
-                      TERRAFORM)
+from conftest import APP, CLUSTER, CONTAINER, DATABASE, ENV, HELM, JOB, ORG, OTHER_ORG, PROJECT, REGISTRY, TERRAFORM
 
 GIT = {"url": "https://git.example.com/acme/api.git", "branch": "main"}
 PAYLOADS = {

@@ -10,7 +10,6 @@ import time
 
 import httpx
 import pytest
-
 from conftest import ADMIN, APP, ORG, LiveServer, assert_error
 
 APP_DEPLOY_SECONDS = 8

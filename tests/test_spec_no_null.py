@@ -6,7 +6,6 @@ tests/test_nulls.py walks every reply of the document generically; these name th
 
 import httpx
 import pytest
-
 from conftest import ADMIN, APP, CLUSTER, ENV, HELM, JOB, ORG, REGISTRY
 
 TERRAFORM_NEVER_DEPLOYED = "e9f1a3b5-7c9e-4b1d-8f3a-5b7d9f1b3d8a"

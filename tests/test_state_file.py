@@ -13,7 +13,6 @@ import time
 
 import httpx
 import pytest
-
 from conftest import ADMIN, ORG, ROOT, LiveServer, free_port
 
 PROJECTS = f"/organization/{ORG}/project"

@@ -1,5 +1,6 @@
-"""The shape of the package: imports go one way (no circle), functions stay short, and the project
-cites only its own documents. Read from the source with `ast`, so nothing is imported to check it."""
+"""The shape of the package: its groups import one way (ARCHITECTURE.md), no circle, the domain never touches
+the web stack, functions stay short, and the project cites only its own documents. Read from the source with
+`ast`, so nothing is imported to check it."""
 
 import ast
 from pathlib import Path
@@ -7,6 +8,34 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "mockserver"
 LONGEST = 60            # lines a function may have, its docstring included
+
+# The groups, lowest first (ARCHITECTURE.md): a module may import its own group and the groups before it.
+# `face` is the package's public face at its top level (the ASGI app, the Python client, the pytest plugin).
+LAYERS = ("core", "edge", "process", "document", "calls", "world", "api", "sandboxes", "contract", "control",
+          "face", "cli")
+FACE = {"mockserver", "mockserver.app", "mockserver.client", "mockserver.pytest_plugin"}
+WEB_STACK = ("starlette", "uvicorn", "httpx", "httptools")
+NO_WEB = ("core", "document", "calls", "world")     # the domain: it never imports the web stack
+
+
+def layer_of(module):
+    """The group a module of the package belongs to."""
+    if module in FACE:
+        return "face"
+    if module == "mockserver.__main__":
+        return "cli"
+    return module.split(".")[1]
+
+
+def against_the_order(graph):
+    """Every import of the graph that goes up the order of LAYERS, as `importer -> imported (layer > layer)`."""
+    rank = {name: index for index, name in enumerate(LAYERS)}
+    found = []
+    for importer, imported in sorted(graph.items()):
+        for target in sorted(imported):
+            if rank[layer_of(target)] > rank[layer_of(importer)]:
+                found.append(f"{importer} -> {target} ({layer_of(importer)} imports {layer_of(target)})")
+    return found
 
 
 def module_name(path):
@@ -61,9 +90,38 @@ def test_the_cycle_finder_finds_a_circle():
 
 def test_the_graph_sees_lazy_and_relative_imports():
     graph = import_graph()
-    assert "mockserver.handlers.fixtures" in graph["mockserver.server"]     # from .handlers.fixtures import ...
-    assert "mockserver.persistence" in graph["mockserver.server"]           # imported inside a function
-    assert "mockserver.handlers" in graph["mockserver.handlers.fixtures"]   # from . import HANDLERS
+    assert "mockserver.api.replay" in graph["mockserver.sandboxes.worlds"]      # from ... import fresh_world
+    assert "mockserver.sandboxes.statefile" in graph["mockserver.sandboxes.worlds"]   # inside a function
+    assert "mockserver.api.handlers" in graph["mockserver.api.replay"]          # from ...handlers import HANDLERS
+
+
+def test_every_module_belongs_to_a_group_of_the_order():
+    strays = [module for module in import_graph() if layer_of(module) not in LAYERS]
+    assert strays == [], f"modules outside the groups of ARCHITECTURE.md: {strays}"
+
+
+def test_the_order_check_finds_an_import_that_goes_up():
+    planted = {"mockserver.core.errors": {"mockserver.world.store"}, "mockserver.world.store": {"mockserver.core.errors"},
+               "mockserver.app": {"mockserver.cli.main"}, "mockserver.cli.main": {"mockserver.app"}}
+    assert against_the_order(planted) == [
+        "mockserver.app -> mockserver.cli.main (face imports cli)",
+        "mockserver.core.errors -> mockserver.world.store (core imports world)"]
+
+
+def test_the_groups_import_only_themselves_and_the_groups_below():
+    assert against_the_order(import_graph()) == []
+
+
+def test_the_domain_never_imports_the_web_stack():
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if layer_of(module_name(path)) not in NO_WEB:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            found += [f"{path.relative_to(ROOT)}: {name}" for name in names if name.split(".")[0] in WEB_STACK]
+    assert found == []
 
 
 def test_no_module_of_the_package_imports_one_that_imports_it_back():
@@ -82,7 +140,7 @@ def test_no_function_is_longer_than_the_bound():
 
 
 def test_the_control_api_is_one_table_of_plain_functions():
-    tree = ast.parse((PACKAGE / "control.py").read_text())
+    tree = ast.parse((PACKAGE / "control" / "routes.py").read_text())
     top = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
     nested = [node.name for fn in tree.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
               for node in ast.walk(fn) if node is not fn and isinstance(node, ast.AsyncFunctionDef)]

@@ -8,7 +8,6 @@ hiding what it overrides; a secret's value is never returned nor kept readable i
 """
 
 import pytest
-
 from conftest import APP, CONTAINER, DATABASE, ENV, HELM, JOB, ORG, OTHER_ORG, PROJECT, TERRAFORM
 
 LOG_LEVEL = "6e8a0c2d-4f6b-4d8e-8a0c-2d4f6b8e0a2c"        # project variable of the fixtures

@@ -4,9 +4,8 @@ clock beyond the dates the API can write, a cancelled stall, the sandbox `scenar
 import time
 
 import httpx
-from starlette.testclient import TestClient
-
 from conftest import ADMIN, APP, ENV, assert_error
+from starlette.testclient import TestClient
 
 
 def test_a_trailing_slash_on_a_sandbox_control_route_redirects_within_the_sandbox(server):

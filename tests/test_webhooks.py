@@ -14,7 +14,6 @@ import time
 
 import httpx
 import pytest
-
 from conftest import ADMIN, APP, DATABASE, ENV, ORG, free_port
 from receiver import DEADLINE, Receiver, Silent
 
@@ -282,7 +281,7 @@ def test_four_bad_receivers_slow_only_themselves_and_a_good_one_recovers_at_once
     """A receiver that never answers, one that answers 500, one that closes the connection and a closed
     port, each sent many attempts at once: every delivery to a healthy receiver succeeds on its first
     attempt, within that attempt's timeout; once the bad webhooks are removed, new deliveries go at once."""
-    from mockserver.webhooks import LANE_CONNECTIONS, REPLY_TIMEOUT
+    from mockserver.world.webhooks import LANE_CONNECTIONS, REPLY_TIMEOUT
     hanging, closing, failing, good = Silent(), Silent(close=True), receiver(statuses=(500,)), receiver()
     events = ["DEPLOYMENT_STARTED", "DEPLOYMENT_SUCCEEDED"]
     try:

@@ -6,8 +6,8 @@ from dataclasses import replace
 import pytest
 
 from mockserver.app import MockServer
-from mockserver.settings import Settings
-from mockserver.world import Shared, freeze, thaw
+from mockserver.core.settings import Settings
+from mockserver.world.frozen import Shared, freeze, thaw
 
 ORG = "8d3e6a4b-1f2c-4b7a-9e1d-3c5f7a9b2d10"
 

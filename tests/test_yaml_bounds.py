@@ -8,7 +8,6 @@ import sys
 
 import httpx
 import pytest
-
 from conftest import ROOT, assert_error
 
 BOUND = "100000 nodes"

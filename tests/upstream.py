@@ -19,7 +19,6 @@ import sys
 import threading
 
 import httpx
-
 from conftest import ORG, ROOT, free_port, wait_for
 
 PLATFORM_TOKEN = "platform-TOKEN-9f3a71c2e5d8"            # the platform's own token: never written anywhere

@@ -1,0 +1,392 @@
+"""The call journal: every API request the mock answered, for tests to assert on.
+
+Each sandbox's journal keeps its calls in a ring bounded by count (`--journal-size`); all the
+journals of a server share one memory budget in bytes (`--journal-memory`, a `Budget`). A call is
+kept compactly: the fields filters read (method, path, operation, status, rule, ...) as plain values,
+the query, headers and request body encoded as one JSON byte string, the reply as the bytes sent; all but
+the newest calls are packed in compressed blocks (calllog.py).
+A request or reply body longer than `body_limit` bytes is kept cut, and the call says so
+(`truncated`). When the budget is exceeded, the journals holding most give up their oldest calls
+first (each down to a common level), so one busy sandbox cannot push out a quiet one's calls.
+Every call given up, by count or by bytes, is counted in `dropped`: never silently.
+
+Secrets are redacted when the call is recorded (the Authorization header keeps its scheme and last
+four characters), so nothing readable is kept. Rendering to JSON happens when calls are read.
+"""
+
+import difflib
+import fnmatch
+import weakref
+from collections import deque
+from datetime import datetime
+from functools import lru_cache
+
+import orjson
+
+from mockserver.calls.log import Call, CallLog  # noqa: F401  (Call: journals saved by earlier versions name it here)
+from mockserver.core.clock import iso
+from mockserver.document.validation import SECRET_FIELDS, SECRET_MARKER
+
+REDACTED = "**redacted**"
+FILTERS = ("method", "path", "operation", "status", "since", "scenario", "request_id")
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")     # a method filter: any case
+BODY_LIMIT = 64 * 1024          # bytes of a request or reply body kept whole
+SLICE = 128                     # a trim brings the journals' total 1/SLICE of the budget under it ...
+MIN_SLICE = 16 * 1024           # ... or this many bytes (at most the budget), whichever is more
+
+
+def redact_authorization(value):
+    scheme, _, credential = value.partition(" ")
+    if not credential:
+        return "**redacted**"
+    return f"{scheme} ...{credential.strip()[-4:]}"
+
+
+def redact_body(body, secret_value, fields=SECRET_FIELDS, containers=frozenset()):
+    """Copy of a request body with secret fields masked: those in `fields` (the document's writeOnly ones
+    among them), `value` of secret operations or of an object marked `"secret"` (a Terraform variable), and
+    a field that holds secrets (`containers`: a registry's config, `tf_vars`) sent in another shape than
+    objects (a string, or a list of strings, for the config: what it holds may be a secret)."""
+    if isinstance(body, dict):
+        out = {}
+        secret_value = secret_value or bool(body.get(SECRET_MARKER))
+        for key, item in body.items():
+            if key in fields or (secret_value and key == "value") or (key in containers and _misshapen(item)):
+                out[key] = REDACTED
+            elif isinstance(item, (dict, list)):
+                out[key] = redact_body(item, False, fields, containers)
+            else:
+                out[key] = item
+        return out
+    if isinstance(body, list):
+        return [redact_body(item, secret_value, fields, containers) for item in body]
+    return body
+
+
+def _misshapen(value):
+    """Not an object, nor a list of objects: not the shape of a field that holds secrets."""
+    if isinstance(value, list):
+        return any(not isinstance(item, dict) for item in value)
+    return not isinstance(value, dict)
+
+
+def needs_redaction(body, fields=SECRET_FIELDS, containers=frozenset()):
+    if isinstance(body, dict):
+        return bool(body.get(SECRET_MARKER)) or any(key in fields or key in containers
+                                                    or needs_redaction(item, fields, containers)
+                                                    for key, item in body.items())
+    if isinstance(body, list):
+        return any(needs_redaction(item, fields, containers) for item in body)
+    return False
+
+
+def header_lines(headers):
+    """Headers (a dict of str, or (bytes, bytes) pairs) as the journal keeps them."""
+    if isinstance(headers, bytes):
+        return headers
+    if isinstance(headers, dict):
+        return "\n".join(f"{name}: {value}" for name, value in headers.items()).encode("latin-1", "replace")
+    return b"\n".join(map(b": ".join, headers))
+
+
+EMPTY_REQUEST = b"[{},null]"           # no query, no body: most calls'
+
+
+class Budget:
+    """The bytes every journal of a server may hold together (shared by all sandboxes, never copied)."""
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.total = 0
+        self.trims = 0                          # times calls were given up for bytes (memory let go)
+        self.journals = weakref.WeakSet()
+
+    def join(self, journal):
+        self.journals.add(journal)
+        self.total += journal.bytes
+
+    def leave(self, journal):
+        if journal in self.journals:
+            self.journals.discard(journal)
+            self.total -= journal.bytes
+
+    def trim(self):
+        """Bring the total a slice (1/SLICE of the limit) under the limit: every journal above a common level gives
+        up its oldest calls down to that level (the level is the highest that frees enough). A small slice each
+        time, because the calls given up are freed while a request waits: a tenth of 256 MiB at once, tens of
+        thousands of calls, held every connection for 40 ms or more."""
+        journals = list(self.journals)
+        self.total = sum(journal.bytes for journal in journals)    # exact again (a journal freed uncounted)
+        if self.total <= self.limit:
+            return
+        self.trims += 1
+        target = self.limit - max(self.limit // SLICE, min(self.limit, MIN_SLICE))
+        level = _level([journal.bytes for journal in journals], target)
+        for journal in journals:
+            if journal.bytes > level:
+                self.total -= journal.shrink(level)
+
+
+def _level(sizes, target):
+    """The largest L with sum(min(size, L)) <= target: what each journal may keep."""
+    sizes = sorted(sizes)
+    below, count = 0, len(sizes)
+    for index, size in enumerate(sizes):
+        level = (target - below) // (count - index)
+        if level < size:
+            return max(level, 0)
+        below += size
+    return sizes[-1] if sizes else 0
+
+
+class Journal:
+    def __init__(self, size=10000, budget=None, body_limit=BODY_LIMIT):
+        self.size = size
+        self.entries = CallLog()
+        self.dropped = 0
+        self.next_id = 1
+        self.bytes = 0
+        self.body_limit = body_limit
+        self.budget = budget
+        if budget is not None:
+            budget.join(self)
+
+    def __setstate__(self, state):
+        """A journal read back (a copied world, a restored state file) counts in its server's budget."""
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        if isinstance(self.entries, deque):      # kept by an earlier version: its calls packed as this one packs
+            self.entries = CallLog(self.entries)
+            self.bytes = self.entries.held()
+        if self.budget is not None:
+            self.budget.join(self)
+
+    def release(self):
+        """The journal's world is retired: its bytes no longer count."""
+        if self.budget is not None:
+            self.budget.leave(self)
+
+    def reserve(self):
+        """The id of a call that has just started (calls may end in another order)."""
+        ident = self.next_id
+        self.next_id += 1
+        return ident
+
+    def record(self, ident, at, method, path, operation, query, headers, body, status, response, duration, rule,
+               request_id=None, token=None, reply_headers=(), drift=None):
+        """Store one call. `operation` is the matched Operation or None; `response` the body bytes;
+        `token` the name of the caller's token (None when the call was not authenticated); `headers` the
+        request's, already redacted (`name: value` lines, a dict or byte pairs); `reply_headers` the (name, value)
+        byte pairs sent; `drift` the findings of a call forwarded to the upstream."""
+        if body is not None and operation is not None:
+            secret = "Secret" in operation.operation_id
+            validator = operation.body
+            fields = validator.secret_fields if validator is not None else SECRET_FIELDS
+            containers = validator.secret_containers if validator is not None else frozenset()
+            if not isinstance(body, dict) and (secret or (validator is not None and validator.holds_secrets)):
+                body = REDACTED                  # not the object asked for: whatever it is may be the secret
+            elif secret or needs_redaction(body, fields, containers):
+                body = redact_body(body, secret, fields, containers)
+        truncated = None
+        request = EMPTY_REQUEST if not query and body is None else orjson.dumps((query, body))
+        if len(request) > self.body_limit:       # the body is most of it: keep the body cut, if it is the body
+            encoded_body = orjson.dumps(body)
+            if len(encoded_body) > self.body_limit:
+                truncated = {"body": len(encoded_body)}
+                cut = encoded_body[:self.body_limit].decode("utf-8", "ignore")
+                request = orjson.dumps((query, cut))
+        if len(response) > self.body_limit:
+            truncated = {**(truncated or {}), "response": len(response)}
+            response = response[:self.body_limit]
+        else:       # a copy of its exact size: orjson's replies keep a buffer of 4 KiB or more behind them
+            response = bytes(memoryview(response))
+        if request is not EMPTY_REQUEST:
+            request = bytes(memoryview(request))
+        call = Call(ident, at, method, path, operation, status, duration, rule, request_id, token, request,
+                    response, truncated, b"\n".join(map(b": ".join, reply_headers)), header_lines(headers),
+                    None if drift is None else orjson.dumps(drift))
+        added = 0
+        if len(self.entries) >= self.size:       # full: the oldest goes first (a journal of fewer than
+            added -= self.entries.drop_oldest()  # BLOCK + KEEP calls then never packs)
+            self.dropped += 1
+        added += self.entries.append(call)
+        self.bytes += added
+        if self.budget is not None:
+            self.budget.total += added
+            if self.budget.total > self.budget.limit:
+                self.budget.trim()
+        return ident
+
+    def shrink(self, keep):
+        """Give up the oldest calls until at most `keep` bytes are held; returns the bytes freed."""
+        freed = 0
+        while self.entries and self.bytes > keep:
+            calls, size = self.entries.drop_front()
+            self.bytes -= size
+            freed += size
+            self.dropped += calls
+        return freed
+
+    def clear(self):
+        if self.budget is not None:
+            self.budget.total -= self.bytes
+        self.entries.clear()
+        self.dropped = 0
+        self.bytes = 0
+
+    def empty_copy(self):
+        """A journal of the same bounds with no calls (what a snapshot without its journal keeps);
+        it counts in no budget until it is read back as part of a world."""
+        copy = Journal(self.size, None, self.body_limit)
+        copy.budget = self.budget
+        return copy
+
+    # ------------------------------------------------------------ reading
+    def newest(self):
+        """The call recorded last, or None."""
+        return self.entries.newest()
+
+    def find(self, ident):
+        """The call of that id, or None."""
+        return self.entries.find(ident)
+
+    def select(self, filters):
+        """Calls matching every given filter (see FILTERS), oldest first."""
+        since = parse_since(filters["since"]) if filters.get("since") not in (None, "") else None
+        calls = self.entries.after(since) if isinstance(since, int) else self.entries
+        return [call for call in calls if not mismatches(call, filters)]
+
+    def latest(self, filters, limit):
+        """The newest `limit` calls matching the filters, oldest first: read from the newest back, so the
+        cost follows what is asked for, not the length of the journal."""
+        found = []
+        for call in reversed(self.entries):
+            if len(found) >= limit:
+                break
+            if not mismatches(call, filters):
+                found.append(call)
+        found.reverse()
+        return found
+
+    def render(self, call, deliveries=()):
+        query, headers, body = call.parts()
+        response = call.response
+        try:
+            response_body = orjson.loads(response) if response and not call.truncated else None
+        except orjson.JSONDecodeError:
+            response_body = None
+        if response_body is None and response:
+            response_body = response.decode("utf-8", "replace")
+        out = {
+            "id": call.id, "time": iso(call.at), "method": call.method, "path": call.path,
+            "path_template": call.template, "operation": call.operation_id,
+            "query": query, "headers": headers, "body": body, "status": call.status,
+            "response_headers": dict(call.response_headers()), "response": response_body,
+            "duration_ms": round(call.duration * 1000, 3), "scenario_rule": call.rule, "request_id": call.request_id,
+            "token": call.token, "webhook_deliveries": list(deliveries),
+        }
+        findings = call.findings()
+        if findings is not None:
+            out["drift"] = findings
+        if call.truncated:
+            out["truncated"] = {part: {"bytes": size, "kept": self.body_limit} for part, size in call.truncated.items()}
+        return out
+
+    def summary(self, call):
+        return (f"#{call.id} {call.method} {call.path} -> {call.status}"
+                + (f" ({call.operation_id})" if call.operation else ""))
+
+
+def mismatches(call, filters):
+    """Names of the filters a call fails (empty list: it matches)."""
+    failed = []
+    for name, wanted in filters.items():
+        if wanted is None or wanted == "":
+            continue
+        if name == "method" and call.method != str(wanted).upper():
+            failed.append(name)
+        elif name == "operation" and call.operation_id != wanted:
+            failed.append(name)
+        elif name == "status" and not _status_matches(call.status, wanted):
+            failed.append(name)
+        elif name == "path" and not (call.path == wanted or call.template == wanted
+                                     or fnmatch.fnmatchcase(call.path, wanted)):
+            failed.append(name)
+        elif name == "since" and not _after(call.id, call.at, wanted):
+            failed.append(name)
+        elif name == "scenario" and not rule_matches(call.rule, wanted):
+            failed.append(name)
+        elif name == "request_id" and call.request_id != wanted:
+            failed.append(name)
+    return failed
+
+
+def filter_problems(filters, operations):
+    """(filter, problem) for each filter value no call could ever match (an empty list: all can match), so
+    that a mistyped filter is an error rather than an empty answer or a verify that passes. `operations`:
+    the operation ids of the API document (a dict or set). Every reader of filters (the calls, verify, export
+    and the inspector's rows) checks them here."""
+    out = []
+    for name, wanted in filters.items():
+        if wanted is None or wanted == "":
+            continue
+        if name == "method" and str(wanted).upper() not in METHODS:
+            out.append((name, f"{str(wanted)[:40]!r} is not an HTTP method; use one of {', '.join(METHODS)}"))
+        elif name == "status" and not _status_form(wanted):
+            out.append((name, f"{str(wanted)[:40]!r} is neither a status code (100 to 599, or 0: a connection a "
+                              f"scenario dropped) nor a class of them (1xx to 5xx)"))
+        elif name == "operation" and (not isinstance(wanted, str) or wanted not in operations):
+            near = difflib.get_close_matches(str(wanted), list(operations), n=3, cutoff=0.6)
+            hint = f"; did you mean {' or '.join(near)}?" if near else ""
+            out.append((name, f"no operation of the API document has the id {str(wanted)[:80]!r}{hint}"))
+        elif name == "path" and not isinstance(wanted, str):
+            out.append((name, "must be a string: a path, a path template or a glob"))
+        elif name == "since":
+            try:
+                parse_since(wanted)
+            except ValueError:
+                out.append((name, f"{wanted!r} is neither a call id nor an ISO 8601 time"))
+    return out
+
+
+def _status_form(wanted):
+    """A filter value `_status_matches` can match: a code (`404`, 404, `0`) or a class (`4xx`)."""
+    if isinstance(wanted, bool) or not isinstance(wanted, (str, int)):
+        return False
+    text = str(wanted)
+    if len(text) == 3 and text[0] in "12345" and text.endswith("xx"):
+        return True
+    return text.isdecimal() and text.isascii() and (text == "0" or (len(text) == 3 and 100 <= int(text) <= 599))
+
+
+def rule_matches(rule, wanted):
+    """A call's rule (`scenario/rule`) against a filter: the rule's full name, its scenario's name (all of
+    its rules), or a glob on the full name (`flaky-*`, `*/org-down`)."""
+    if rule is None:
+        return False
+    wanted = str(wanted)
+    return rule == wanted or rule.split("/", 1)[0] == wanted or fnmatch.fnmatchcase(rule, wanted)
+
+
+def _status_matches(status, wanted):
+    text = str(wanted)
+    if len(text) == 3 and text.endswith("xx"):
+        return str(status)[0] == text[0]
+    return str(status) == text
+
+
+def parse_since(wanted):
+    """A call id (int) or an ISO 8601 time (seconds, rounded to microseconds); ValueError otherwise."""
+    return _parse_since(str(wanted))                 # a list or an object from a JSON body: a ValueError too
+
+
+@lru_cache(maxsize=64)                          # a filter is read once per call it is checked against
+def _parse_since(text):
+    if text.isdigit():
+        return int(text)
+    return round(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp(), 6)
+
+
+def _after(ident, at, wanted):
+    since = parse_since(wanted)
+    return ident > since if isinstance(since, int) else round(at, 6) >= since

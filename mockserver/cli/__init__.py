@@ -1,0 +1,1 @@
+"""The command line: `mockserver serve`, `check`, `export`, `record` and `parity`."""

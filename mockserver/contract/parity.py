@@ -1,0 +1,661 @@
+"""`mockserver parity`: one flow against the platform and against a fresh sandbox of the mock, compared
+call by call.
+
+Each step of the flow (flows.py) is sent to the platform (the upstream), then to the mock, and the two
+replies are compared: the status, the reply's fields by JSON path (drift.against_reply), the enum values
+the document does not know, the headers that matter, the error body, and for a status read polled
+until a state shows, the sequence of states each side went through (the platform's, seen at its
+pace, must be found in order in the mock's, and both must end alike).
+
+The mock side is a sandbox made for the run, on a manual clock moved by `POST /_mock/clock/advance` while
+it is polled: of an in-process mock built from `--fixtures`, or of a running one (`--mock URL`).
+
+Safe against a real platform:
+- read-only unless `allow_writes`: a step that writes is not run (nor what needs its ids);
+- everything a step created is deleted at the end, in reverse order, through the delete operation the
+  document links to its create, also when the run is interrupted (SIGINT, SIGTERM) or fails; a signal
+  that comes while a write is under way waits until the write is answered and its delete is known,
+  and signals during the cleanup are noted, not obeyed;
+- paced: requests to the platform are spread to `pace` (900 an hour by default, under the platform's
+  1000), a 429 waits for its `Retry-After` (or `X-RateLimit-Reset`) and is sent again, and a window
+  reported empty (`X-RateLimit-Remaining: 0`) is waited out first;
+- the token is sent in the Authorization header only: no report, message or log shows it, nor the
+  run's secret values.
+"""
+
+import fnmatch
+import secrets
+import signal
+import sys
+import threading
+import time
+import traceback
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+
+import httpx
+import orjson
+
+from mockserver.contract import drift, flows
+from mockserver.contract.drift import NOT_JSON, finding, parse_json
+from mockserver.contract.report import AllowError, build, junit, load_allow, markdown, public, summary, to_json
+from mockserver.core.errors import ApiError
+from mockserver.core.paths import without_api_prefix
+from mockserver.core.version import __version__
+
+MOCK_STEP = 0.5            # seconds of mock time between two polls of the mock (every state is seen)
+RETRIES = 5                # attempts of one request (429 waits and connection failures together)
+CONNECTION_RETRIES = 2     # of which connection failures
+BUSY = (409, 423, 425)     # a delete refused while something is under way: waited out and sent again
+DELETE_TRIES = 12
+REFUSED = (401, 403)       # the platform refused the token: the run cannot go on (not drift)
+
+
+@dataclass
+class Config:
+    upstream: str
+    token: str
+    auth_scheme: str = "Token"
+    flow: Path = None
+    allow_writes: bool = False
+    allow: Path = None
+    mapping: Path = None
+    pace: tuple = (900, 3600.0)
+    poll_interval: float = 5.0
+    poll_timeout: float = 1800.0
+    max_wait: float = 3600.0
+    timeout: float = 30.0
+    fixtures: Path = None
+    seed: int = 1
+    mock: str = None
+    mock_token: str = "mock-admin-token"
+    mock_control_token: str = None
+    markdown: Path = None
+    json: Path = None
+    junit: Path = None
+    skip: list = field(default_factory=list)
+    git_url: str = "https://git.example.com/parity/hello.git"
+
+
+class Stop(Exception):
+    """The run cannot go on: interrupted, the platform unreachable, or a wait longer than allowed."""
+
+
+class Missing(Exception):
+    """A step names an id no earlier step gave: `name` (a placeholder's, or the recorded id)."""
+
+    def __init__(self, name, text):
+        super().__init__(text)
+        self.name = name
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict
+    body: object               # parsed JSON, drift.NOT_JSON, or None (no body)
+    elapsed: float
+
+    @property
+    def ok(self):
+        return 200 <= self.status < 300
+
+
+# ---------------------------------------------------------------- pacing
+class Pacer:
+    """Requests spread to `limit` per `window` seconds; 429 and empty windows waited out."""
+
+    def __init__(self, limit, window, max_wait, sleep=time.sleep, clock=time.monotonic):
+        self.interval = window / limit
+        self.max_wait, self.sleep, self.clock = max_wait, sleep, clock
+        self.next_at = 0.0
+        self.waits = []                          # (seconds, why) of every wait the platform asked for
+
+    def before(self):
+        delay = self.next_at - self.clock()
+        if delay > 0:
+            self.sleep(delay)
+        self.next_at = self.clock() + self.interval
+
+    def after(self, reply):
+        """Seconds to wait before sending the same request again (a 429), or None."""
+        if reply.status == 429:
+            wait = retry_after(reply.headers)
+            self.check(wait, "a 429")
+            self.waits.append((wait, "429"))
+            self.sleep(wait)
+            return wait
+        if reply.headers.get("x-ratelimit-remaining", "").strip() == "0":
+            wait = retry_after({"x-ratelimit-reset": reply.headers.get("x-ratelimit-reset", "")})
+            self.check(wait, "an empty rate-limit window")
+            self.waits.append((wait, "X-RateLimit-Remaining: 0"))
+            self.next_at = max(self.next_at, self.clock() + wait)
+        return None
+
+    def check(self, wait, what):
+        if wait > self.max_wait:
+            raise Stop(f"the platform asks to wait {wait:.0f} s after {what}, more than --max-wait {self.max_wait:g} s")
+
+
+def retry_after(headers):
+    """Seconds to wait: Retry-After (seconds or an HTTP date), else X-RateLimit-Reset (a Unix time, or
+    seconds when small), else a minute."""
+    text = (headers.get("retry-after") or "").strip()
+    if text:
+        try:
+            return max(0.0, float(text))
+        except ValueError:
+            try:
+                return max(0.0, parsedate_to_datetime(text).timestamp() - time.time())
+            except (TypeError, ValueError):
+                pass
+    text = (headers.get("x-ratelimit-reset") or "").strip()
+    try:
+        value = float(text)
+    except ValueError:
+        return 60.0
+    return max(0.0, value - time.time()) if value > 1e9 else value
+
+
+# ---------------------------------------------------------------- one side
+class Side:
+    """One of the two runs: where it sends, the ids it saved and mapped, what it must delete at the end."""
+
+    def __init__(self, name, client, prefix, headers, pacer=None, advance=None):
+        self.name, self.client, self.prefix, self.headers = name, client, prefix, headers
+        self.pacer, self.advance = pacer, advance
+        self.values = {}           # placeholder -> id (the built-in flow)
+        self.ids = {}              # recorded (or platform) id -> this side's id (replayed flows)
+        self.created = set()       # ids a replayed flow's creates made when recorded: mapped once made again
+        self.map_ids = False       # a replayed flow: ids in paths and bodies are mapped
+        self.cleanup = []          # (step index, delete path), in the order created
+        self.requests = 0
+
+    def call(self, method, path, body=None, query=None):
+        failures = 0
+        for _ in range(RETRIES):
+            if self.pacer is not None:
+                self.pacer.before()
+            started = time.perf_counter()
+            headers = self.headers if body is None else {**self.headers, "Content-Type": "application/json"}
+            try:
+                response = self.client.request(method, self.prefix + path, params=query, headers=headers,
+                                               content=None if body is None else orjson.dumps(body))
+            except httpx.HTTPError as error:     # a network fault is tried twice more, 1 then 2 s later
+                failures += 1
+                if failures > CONNECTION_RETRIES or isinstance(error, httpx.UnsupportedProtocol):
+                    raise Stop(f"the {self.name} cannot be reached: {type(error).__name__}") from None
+                time.sleep(failures)
+                continue
+            self.requests += 1
+            reply = Reply(response.status_code, {k.lower(): v for k, v in response.headers.items()},
+                          parse_json(response.content), time.perf_counter() - started)
+            if self.pacer is None or self.pacer.after(reply) is None:
+                return reply
+        raise Stop(f"the {self.name} kept answering 429")
+
+    def wait(self, seconds):
+        """Time passes for this side: the platform's by waiting, the mock's by moving its clock."""
+        if self.advance is not None:
+            self.advance(seconds)
+        else:
+            time.sleep(seconds)
+
+    def fill(self, value, constants):
+        """A step's path, body or query with its placeholders and mapped ids put in (Missing otherwise)."""
+        if isinstance(value, dict):
+            return {key: self.fill(item, constants) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(self.fill(item, constants) for item in value)
+        if not isinstance(value, str):
+            return value
+
+        def placeholder(match):
+            name = match[1]
+            if name in constants:
+                return constants[name]
+            if name in self.values:
+                return self.values[name]
+            if self.map_ids:                     # a replayed body's own braces ({{ .Values }} ...) stay
+                return match[0]
+            raise Missing(name, f"{{{name}}}")
+        value = flows.PLACEHOLDER.sub(placeholder, value)
+        return flows.UUIDS.sub(self.mapped, value) if self.map_ids else value
+
+    def mapped(self, match):
+        ident = match[0]
+        if ident in self.created and ident not in self.ids:
+            raise Missing(ident, f"the id {ident} that a recorded create made")
+        return self.ids.get(ident, ident)
+
+
+# ---------------------------------------------------------------- comparing two replies
+def compare(spec, operation, upstream, mock):
+    """Findings of the platform's reply against the mock's, for one call."""
+    out = []
+    if upstream.status != mock.status:
+        out.append(finding("status", "status", f"the platform answers {upstream.status}, the mock {mock.status}",
+                           expected=mock.status, actual=upstream.status))
+    out += drift.against_headers(upstream.headers, mock.headers)
+    if upstream.status >= 400:
+        out += drift.error_body(upstream.body, upstream.status)
+    if upstream.body is NOT_JSON and mock.body is not NOT_JSON:
+        return out + [finding("body", "$", "the platform's body is not JSON")]
+    if (upstream.body is None) != (mock.body is None):
+        who = "the mock's only" if upstream.body is None else "the platform's only"
+        return out + [finding("body", "$", f"a body on one side: {who}")]
+    if not isinstance(upstream.body, (dict, list)) or not isinstance(mock.body, (dict, list)):
+        return out
+    if upstream.ok != mock.ok:                   # a success against an error: their bodies are not alike
+        return out
+    schema = _schema(spec, operation, mock.status)
+    out += drift.against_reply(upstream.body, mock.body, drift.map_paths(schema) if schema else ())
+    if schema:
+        out += [item for item in drift.against_schema(upstream.body, schema) if item["kind"] == "enum"]
+    return out
+
+
+def _schema(spec, operation, status):
+    if operation is None or status not in operation.responses:
+        return None
+    validator = spec.response_validator(operation, status)
+    return validator.schema if validator is not None else None
+
+
+def progression(upstream, mock):
+    """The states the platform went through, seen at its pace, must show in the same order in the mock's
+    (polled at every step of its clock), and both must end in the same state."""
+    if not upstream or not mock:
+        return []
+    text = f"the platform went {' → '.join(upstream)}; the mock {' → '.join(mock)}"
+    if upstream[-1] != mock[-1]:
+        return [finding("states", "$.state", f"they end apart: {text}", expected=mock, actual=upstream)]
+    remaining = iter(mock)
+    if not all(state in remaining for state in upstream):
+        return [finding("states", "$.state", f"the order differs: {text}", expected=mock, actual=upstream)]
+    return []
+
+
+# ---------------------------------------------------------------- the run
+class Parity:
+    """One run of a flow on both sides. `execute()` walks it and cleans up; the report reads the rest."""
+
+    def __init__(self, config, spec, upstream, mock, flow, mapping=None, name=None):
+        self.config, self.spec, self.upstream, self.mock, self.flow = config, spec, upstream, mock, flow
+        self.name = name or run_name()
+        self.constants = {"run": self.name, "secret": secrets.token_urlsafe(18), "git_url": config.git_url}
+        mock.ids.update(mapping or {})
+        created = {flows.recorded_ids(step) for step in flow} - {None}
+        for side in (upstream, mock):
+            side.created, side.map_ids = created, flow is not flows.BUILT_IN
+        self.flow_operations = {getattr(flows.operation_of(spec, step), "operation_id", None) for step in flow}
+        self.calls = []                # every compared call, for the report
+        self.not_run = {}              # operationId -> why it was not run
+        self.unset = {}                # placeholder -> why no step gave it
+        self.progressions = []         # (operationId, path, platform's states, mock's states)
+        self.cleanup_failures = []     # what could not be deleted on the platform
+        self.aborted = None
+        self.unwinding = False
+        self.critical = 0
+        self.pending_signal = None
+        self.signals = []              # signals noted during the cleanup
+        self.started = self.finished = None
+
+    # ------------------------------------------------------------ signals
+    def on_signal(self, signum, frame):
+        name = signal.Signals(signum).name
+        if self.unwinding:
+            self.signals.append(name)
+        elif self.critical:
+            self.pending_signal = name
+        else:
+            raise Stop(f"interrupted by {name}")
+
+    @contextmanager
+    def write_guard(self):
+        """A write and the noting of what it created are not cut by a signal: it waits until after."""
+        self.critical += 1
+        try:
+            yield
+        finally:
+            self.critical -= 1
+        if not self.critical and self.pending_signal and not self.unwinding:
+            raise Stop(f"interrupted by {self.pending_signal}")
+
+    @contextmanager
+    def signals_handled(self):
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.signal(sig, self.on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    # ------------------------------------------------------------ walking
+    def execute(self):
+        self.started = time.time()
+        with self.signals_handled():
+            try:
+                for index, step in enumerate(self.flow):
+                    self.step(index, step)
+            except Stop as stop:
+                self.unwinding = True            # from here on a signal is noted, not obeyed
+                self.aborted = str(stop)
+            except Exception as error:          # a failure of the run itself: still clean up, then say what
+                self.unwinding = True
+                traceback.print_exc()
+                self.aborted = f"the run failed: {type(error).__name__}: {error}"
+            finally:
+                self.unwinding = True
+                self.unwind()
+        self.finished = time.time()
+
+    def step(self, index, step):
+        operation = flows.operation_of(self.spec, step)
+        name = operation.operation_id if operation is not None else f"{step.method} {step.path}"
+        reason = self.reason_not_to_run(step, name)
+        if reason is None:
+            try:
+                requests = [side.fill((step.path, step.body, step.query), self.constants)
+                            for side in (self.upstream, self.mock)]
+            except Missing as missing:
+                reason = f"needs {missing}: {self.unset.get(missing.name, 'no earlier step gave it')}"
+        if reason is not None:
+            self.not_run.setdefault(name, reason)
+            for placeholder in (step.save, step.pick, flows.recorded_ids(step)):
+                if placeholder:
+                    self.unset[placeholder] = f"{name} was not run"
+            return
+        replies = [self.send(index, side, step, operation, request) for side, request in
+                   zip((self.upstream, self.mock), requests)]
+        self.refused(step, name, replies[0][0], replies[1][0])
+        self.compared(index, step, operation, name, requests, replies)
+
+    def refused(self, step, name, up, mock):
+        """A 401 or 403 of the platform where the mock answered otherwise is the token refused (wrong, expired,
+        or without the scope the step needs), not drift: the run cannot go on (Stop: exit 2, what it made
+        is deleted)."""
+        if up.status not in REFUSED or mock.status == up.status:
+            return
+        message = up.body.get("message") if isinstance(up.body, dict) else None
+        said = ""
+        if isinstance(message, str) and message.strip():
+            said = " ".join(message.replace(self.config.token, "<token>").split())[:160]
+            said = f" ({said!r})"
+        what = ("wrong or expired" if up.status == 401 else
+                "not allowed to do this: a token without the scope this step needs")
+        raise Stop(f"the platform refused the token: {up.status} to {name} ({step.method} {step.path}){said}, "
+                   f"the mock {mock.status}; the token is {what} (--token, MOCKSERVER_UPSTREAM_TOKEN)")
+
+    def reason_not_to_run(self, step, name):
+        if any(fnmatch.fnmatchcase(name, glob) for glob in self.config.skip):
+            return "left out (--skip)"
+        if step.writes and not self.config.allow_writes:
+            return "writes: a read-only run (--allow-writes runs it)"
+        return None
+
+    def send(self, index, side, step, operation, request):
+        """One step on one side: (reply, states seen while polling)."""
+        path, body, query = request
+        if step.poll:
+            return self.poll(side, path, query, step.poll)
+        with self.write_guard() if step.writes else _nothing():
+            reply = side.call(step.method, path, body, query)
+            if step.writes and operation is not None:
+                self.track(index, side, step, operation, path, body, reply)
+        return reply, None
+
+    def poll(self, side, path, query, until):
+        states, waited = [], 0.0
+        deadline = time.monotonic() + self.config.poll_timeout
+        while True:
+            reply = side.call("GET", path, None, query)
+            state = reply.body.get("state") if reply.ok and isinstance(reply.body, dict) else None
+            if state is not None and (not states or states[-1] != state):
+                states.append(state)
+            if state is None or state in until:
+                return reply, states
+            step = MOCK_STEP if side.advance is not None else self.config.poll_interval
+            waited += step
+            if waited > self.config.poll_timeout or time.monotonic() > deadline:
+                return reply, states
+            side.wait(step)
+
+    # ------------------------------------------------------------ what a step leaves
+    def track(self, index, side, step, operation, path, body, reply):
+        """Note the delete of what a write created on one side (at once: before anything can cut the run)."""
+        params = _params(self.spec, step.method, path)
+        if step.method == "DELETE" and reply.ok:
+            side.cleanup = [(i, p) for i, p in side.cleanup if p != path]
+        elif reply.ok and isinstance(reply.body, dict) and "id" in reply.body:
+            target = flows.delete_path(self.spec, operation, params, body, reply.body)
+            if target is not None:
+                side.cleanup.append((index, target))
+
+    def compared(self, index, step, operation, name, requests, replies):
+        (up, up_states), (mock, mock_states) = replies
+        findings = compare(self.spec, operation, up, mock)
+        if step.poll:
+            findings += progression(up_states, mock_states)
+            self.progressions.append({"operation": name, "path": step.path, "upstream": up_states, "mock": mock_states})
+        self.calls.append({"step": index, "operation": name, "method": step.method, "path": step.path,
+                           "template": operation.template if operation is not None else None,
+                           "upstream": {"status": up.status, "ms": round(up.elapsed * 1000, 1)},
+                           "mock": {"status": mock.status}, "findings": findings})
+        self.remember(step, name, up, mock)
+
+    def remember(self, step, name, up, mock):
+        """Ids the step gave: saved and picked placeholders, created ids of a replayed flow, pairs by name."""
+        if step.save:
+            if up.ok and mock.ok and isinstance(up.body, dict) and isinstance(mock.body, dict) and \
+                    "id" in up.body and "id" in mock.body:
+                self.upstream.values[step.save], self.mock.values[step.save] = up.body["id"], mock.body["id"]
+            else:
+                self.unset[step.save] = f"{name} answered {up.status} on the platform and {mock.status} on the mock"
+        if step.pick:
+            picked = _pick(up.body, mock.body)
+            if picked is None:
+                self.unset[step.pick] = f"{name} listed nothing to read on one side"
+            else:
+                self.upstream.values[step.pick], self.mock.values[step.pick] = picked
+        recorded = flows.recorded_ids(step)
+        if recorded and up.ok and mock.ok and isinstance(up.body, dict) and isinstance(mock.body, dict):
+            self.upstream.ids[recorded], self.mock.ids[recorded] = up.body.get("id"), mock.body.get("id")
+            self.mock.ids[up.body.get("id")] = mock.body.get("id")
+        elif recorded:
+            self.unset[recorded] = f"{name} answered {up.status} on the platform and {mock.status} on the mock"
+        for theirs, ours in _pairs(up.body, mock.body):
+            self.mock.ids.setdefault(theirs, ours)
+
+    # ------------------------------------------------------------ cleaning up
+    def unwind(self):
+        """Delete what the run created, newest first, on both sides; deletes of both sides are compared."""
+        ups, mocks = dict(self.upstream.cleanup), dict(self.mock.cleanup)
+        for index in sorted(ups.keys() | mocks.keys(), reverse=True):
+            replies = {}
+            for side, path in ((self.upstream, ups.get(index)), (self.mock, mocks.get(index))):
+                if path is None:
+                    continue
+                try:
+                    replies[side.name] = self.delete(side, path)
+                except Stop as stop:
+                    replies[side.name] = None
+                    if side is self.upstream:
+                        self.cleanup_failures.append(f"DELETE {path}: {stop}")
+            up = replies.get("upstream")
+            if up is not None and not up.ok and up.status != 404:
+                self.cleanup_failures.append(f"DELETE {ups[index]}: the platform answered {up.status}")
+            if up is not None and replies.get("mock") is not None:
+                step = flows.Step("DELETE", self.named(ups[index]))
+                operation = flows.operation_of(self.spec, flows.Step("DELETE", ups[index]))
+                name = operation.operation_id if operation is not None else f"DELETE {ups[index]}"
+                self.compared(index, step, operation, name, None, [(up, None), (replies["mock"], None)])
+        self.upstream.cleanup, self.mock.cleanup = [], []
+
+    def named(self, path):
+        """A path of the platform's with the ids the run saved shown by their names (`/project/{project}`)."""
+        for name, value in self.upstream.values.items():
+            path = path.replace(value, f"{{{name}}}")
+        return path
+
+    def delete(self, side, path):
+        """One delete, sent again while the side answers that something is under way (409, 423, 425)."""
+        for _ in range(DELETE_TRIES):
+            reply = side.call("DELETE", path)
+            if reply.status not in BUSY:
+                return reply
+            side.wait(self.config.poll_interval if side.advance is None else 1.0)
+        return reply
+
+
+@contextmanager
+def _nothing():
+    yield
+
+
+def _params(spec, method, path):
+    path = without_api_prefix(path)
+    try:
+        return spec.match(method, path)[1]
+    except ApiError:
+        return {}
+
+
+def _label(record):
+    return record.get("name") or record.get("key") if isinstance(record, dict) else None
+
+
+def _pick(upstream, mock):
+    """(platform id, mock id) of a listed record: the platform's first, and the mock's of the same name
+    (else its first); None when either lists nothing."""
+    theirs = upstream.get("results") if isinstance(upstream, dict) else None
+    ours = mock.get("results") if isinstance(mock, dict) else None
+    if not theirs or not ours or not isinstance(theirs[0], dict):
+        return None
+    first = theirs[0]
+    same = next((item for item in ours if isinstance(item, dict) and _label(item) is not None
+                 and _label(item) == _label(first)), ours[0])
+    if "id" not in first or not isinstance(same, dict) or "id" not in same:
+        return None
+    return first["id"], same["id"]
+
+
+def _pairs(upstream, mock):
+    """(platform id, mock id) of records both replies show: the record each is, and listed records of the
+    same name or key (how existing ids are found by listing)."""
+    if not isinstance(upstream, dict) or not isinstance(mock, dict):
+        return []
+    out = []
+    if isinstance(upstream.get("id"), str) and isinstance(mock.get("id"), str):
+        out.append((upstream["id"], mock["id"]))
+    ours = {_label(item): item.get("id") for item in mock.get("results") or () if isinstance(item, dict)}
+    for item in upstream.get("results") or ():
+        if isinstance(item, dict) and _label(item) is not None and ours.get(_label(item)):
+            out.append((item.get("id"), ours[_label(item)]))
+    return [(theirs, ours) for theirs, ours in out if theirs and ours and theirs != ours]
+
+
+# ---------------------------------------------------------------- the command
+def run_name():
+    return f"parity-{secrets.token_hex(4)}"
+
+
+def run(config, build_mock, out=None, err=None):
+    """`mockserver parity`: the run, its reports, and the exit status (0 agree, 1 drift, 2 cannot run).
+    `build_mock(settings)` makes the in-process mock when the run compares with none given (`--mock`)."""
+    out, err = out or sys.stdout, err or sys.stderr
+    from mockserver.document.spec import Spec
+    try:
+        allowances = load_allow(config.allow) if config.allow else []
+        flow = flows.load_flow(config.flow, config.upstream) if config.flow else flows.BUILT_IN
+        mapping = flows.load_mapping(config.mapping) if config.mapping else {}
+        spec = Spec.load()
+        name = run_name()
+        mock, label, close = open_mock(config, name, build_mock)
+    except (AllowError, flows.FlowError, Stop) as error:
+        print(f"mockserver parity: {error}", file=err)
+        return 2
+    upstream = upstream_side(config)
+    try:
+        parity = Parity(config, spec, upstream, mock, flow, mapping, name)
+        parity.execute()
+    finally:
+        upstream.client.close()
+        close()
+    report = build(parity, spec, allowances, label, str(config.flow) if config.flow else "built-in")
+    try:
+        for path, data in ((config.json, lambda: to_json(report)), (config.markdown, lambda: markdown(report).encode()),
+                           (config.junit, lambda: junit(report))):
+            if path is not None:
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                Path(path).write_bytes(data())
+    except OSError as error:
+        print(f"mockserver parity: cannot write a report: {error.strerror or error} ({error.filename})", file=err)
+        return 2
+    for line in summary(report):
+        print(line, file=out)
+    return report["exit_status"]
+
+
+def upstream_side(config):
+    headers = {"Authorization": f"{config.auth_scheme} {config.token}", "Accept": "application/json",
+               "User-Agent": f"mockserver-parity/{__version__}"}
+    client = httpx.Client(timeout=config.timeout, follow_redirects=False)
+    return Side("upstream", client, str(config.upstream).rstrip("/"), headers,
+                pacer=Pacer(*config.pace, config.max_wait))
+
+
+def open_mock(config, name, build_mock):
+    """The mock side: a sandbox on a manual clock, of a running mock or of one built here; (side, label, close)."""
+    control = {"Authorization": f"Bearer {config.mock_control_token}"} if config.mock_control_token else {}
+    if config.mock:
+        client = httpx.Client(base_url=str(config.mock).rstrip("/"), timeout=config.timeout)
+        label = public(config.mock)
+    else:
+        client, label = in_process(config, build_mock)
+    try:
+        reply = client.put(f"/_mock/sandboxes/{name}", json={"clock": "manual"}, headers=control)
+    except httpx.HTTPError as error:
+        client.close()
+        raise Stop(f"the mock at {label} cannot be reached: {type(error).__name__}") from None
+    if reply.status_code >= 300:
+        client.close()
+        raise Stop(f"the mock at {label} did not make sandbox {name}: {reply.status_code} {reply.text[:200]}")
+    prefix = f"/sandbox/{name}"
+
+    def advance(seconds):
+        client.post(f"{prefix}/_mock/clock/advance", json={"seconds": seconds}, headers=control)
+
+    def close():
+        try:
+            client.delete(f"/_mock/sandboxes/{name}", headers=control)
+        except httpx.HTTPError:
+            pass
+        client.close()
+    side = Side("mock", client, prefix, {"Authorization": f"Token {config.mock_token}"}, advance=advance)
+    return side, label, close
+
+
+def in_process(config, build_mock):
+    """A mock built here from the fixtures by `build_mock(settings)` (the command line gives the ASGI app's
+    class), answered through an in-process client."""
+    from mockserver.core.errors import problems_of
+    from mockserver.world.fixtures import folder_problem
+    from mockserver.core.settings import Settings, default_fixtures
+    fixtures = Path(config.fixtures) if config.fixtures else default_fixtures()
+    if folder_problem(fixtures):
+        raise Stop(folder_problem(fixtures))
+    try:
+        server = build_mock(Settings(fixtures=fixtures, seed=config.seed, clock="manual", cors_origins="off"))
+    except Exception as error:               # fixtures that do not load: one line each, as `serve` says them
+        raise Stop("; ".join(problems_of(error))) from None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+    return TestClient(server, base_url="http://mock", raise_server_exceptions=False), f"in-process, fixtures {fixtures}"

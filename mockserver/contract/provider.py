@@ -1,0 +1,256 @@
+"""Consumer contracts of a sandbox: its calls exported as a pact or a HAR log, and the provider-state
+protocol that makes a pact's states true in a verification sandbox.
+
+    GET  /_mock/calls/export?format=pact|har[&consumer=...&provider=...&spec=4|3][&filters of /_mock/calls]
+    POST /_mock/provider-states      {"state": ..., "params": {...}, "action": "setup"|"teardown"}
+
+The second is what a Pact verifier calls before each interaction (its state-change URL). The states are
+the ones pact.py writes:
+
+- `the platform starts from {source}`: the sandbox is reset to where it started (`fixtures`, `options`),
+  or the named snapshot (`snapshot NAME`) or the start world (`fixtures`) is restored into it;
+- `{noun} {id} exists`: the record is there, or is made by replaying the call that created it (with
+  its id) and the edits made since; `... and is {state}`: the service is deployed, stopped or
+  restarted, with a failure where the state is an error, and the sandbox's clock moved until the
+  service shows that state;
+- `{noun} {id} does not exist`: the record is deleted if the world has it.
+
+Replayed calls go to the handlers directly, as the fixtures loader does: no token, rate limit or
+scenario is involved, and nothing is journaled.
+"""
+
+import re
+
+from mockserver.api.handlers import HANDLERS
+from mockserver.calls import har, pact
+from mockserver.core.errors import ApiError
+from mockserver.sandboxes.sandbox import DEFAULT
+from mockserver.world.auth import Token
+from mockserver.world.frozen import thaw
+from mockserver.world.runtime import Context
+
+FORMATS = ("pact", "har")
+OPTIONS = ("format", "consumer", "provider", "spec")
+STATE = re.compile(r"(?P<noun>[a-z][a-z ]*) \{id\} (?P<rest>exists|exists and is \{state\}|does not exist)\Z")
+RUNNING = ("DEPLOYED", "RESTARTED")
+# A state -> the actions that reach it, in order (the last one is followed until the state shows), and the
+# failure the last one is made to meet.
+ROUTES = {**{state: (("deploy",), None) for state in ("DEPLOYMENT_QUEUED", "BUILDING", "DEPLOYING", "DEPLOYED")},
+          **{state: (("deploy", "stop"), None) for state in ("STOP_QUEUED", "STOPPING", "STOPPED")},
+          **{state: (("deploy", "restart"), None) for state in ("RESTART_QUEUED", "RESTARTING", "RESTARTED")},
+          "BUILD_ERROR": (("deploy",), {"fail_at": "BUILDING", "fail_state": "BUILD_ERROR"}),
+          "DEPLOYMENT_ERROR": (("deploy",), {"fail_at": "DEPLOYING", "fail_state": "DEPLOYMENT_ERROR"}),
+          "STOP_ERROR": (("deploy", "stop"), {"fail_state": "STOP_ERROR"}),
+          "RESTART_ERROR": (("deploy", "restart"), {"fail_state": "RESTART_ERROR"})}
+STEP_SECONDS = 0.25                             # how far the clock moves between two looks at a service
+MAX_STEPS = 2400                                # 10 minutes of the sandbox's clock at most
+NAME_LIMIT = 200
+
+
+# ------------------------------------------------------------ exports
+def export_options(params):
+    """(format, consumer, provider, pact version) of an export request, or a 400."""
+    kind = params.get("format")
+    if kind not in FORMATS:
+        raise ApiError(400, f"query.format: {kind!r} is not one of {', '.join(FORMATS)}" if kind
+                       else f"query.format: required, one of {', '.join(FORMATS)}")
+    names = []
+    for name, default in (("consumer", "consumer"), ("provider", "idp-platform")):
+        value = params.get(name, default)
+        if not value.strip() or len(value) > NAME_LIMIT:
+            raise ApiError(400, f"query.{name}: 1 to {NAME_LIMIT} characters")
+        names.append(value)
+    version = params.get("spec", "4")
+    if version not in ("3", "4"):
+        raise ApiError(400, f"query.spec: {version!r} is not one of 3, 4 (the Pact specification version)")
+    return kind, names[0], names[1], int(version)
+
+
+def base_url(request, box):
+    """The URL the sandbox's calls were made under (its path prefix, unless it is the default one)."""
+    root = f"{request.url.scheme}://{request.url.netloc}"
+    return root if box.name == DEFAULT else f"{root}/sandbox/{box.name}"
+
+
+def export(server, box, calls, params, url):
+    """The pact or HAR document of `calls` (selected from the sandbox's journal)."""
+    kind, consumer, provider, version = export_options(params)
+    if kind == "har":
+        return har.document(calls, url)
+    rt = box.rt
+    source = getattr(rt, "source", box.source)
+    history = pact.History(rt.journal.entries, start_world(server, box, source).store.holds)
+    return pact.document(calls, history, consumer, provider, source, version, rt.journal.dropped)
+
+
+def start_world(server, box, source):
+    """A copy of the world the sandbox's flow started from (to tell its records from the flow's)."""
+    if source == "fixtures" and box.source != "fixtures":
+        return thaw(server.origin, server.shared)
+    name = source.removeprefix("snapshot ")
+    if source.startswith("snapshot ") and source != box.source and name in server.snapshots:
+        return thaw(server.snapshots[name].data, server.shared)
+    return thaw(box.origin, server.shared)
+
+
+# ------------------------------------------------------------ the provider-state protocol
+def change(server, box, request):
+    """Answer one state-change request ({state, params, action}) in the sandbox `box`."""
+    state, params, action = _read(request)
+    done = []
+    if action == "setup" and state:
+        done = setup(server, box, state, params)
+    return {"state": state, "action": action, "sandbox": box.name, "done": done}
+
+
+def _read(request):
+    state = request.get("state", "")
+    params = request.get("params") or {}
+    action = request.get("action") or "setup"
+    if not isinstance(state, str):
+        raise ApiError(400, "body.state: must be a string (the provider state's name)")
+    if not isinstance(params, dict):
+        raise ApiError(400, "body.params: must be a JSON object")
+    if action not in ("setup", "teardown"):
+        raise ApiError(400, f"body.action: {str(action)[:40]!r} is not one of setup, teardown")
+    return state, params, action
+
+
+def setup(server, box, state, params):
+    """Make one state true; a list of what was done."""
+    if state == pact.SOURCE_STATE:
+        return start_from(server, box, params.get("source"))
+    found = STATE.match(state)
+    if not found:
+        raise ApiError(400, f"provider state {state[:120]!r} is not one the mock writes: use "
+                            f"{pact.SOURCE_STATE!r}, '<noun> {{id}} exists', '<noun> {{id}} exists and is {{state}}' "
+                            f"or '<noun> {{id}} does not exist'")
+    ident = params.get("id")
+    if not isinstance(ident, str) or not pact.UUID_TEXT.match(ident):
+        raise ApiError(400, f"params.id: the id of the {found['noun']} (a uuid) is required")
+    rt = box.rt
+    if found["rest"] == "does not exist":
+        return absent(server, rt, found["noun"], ident, params.get("delete"))
+    done = present(server, rt, found["noun"], ident, params)
+    if found["rest"] != "exists":
+        done += drive(server, rt, found["noun"], ident, params.get("state"))
+    return done
+
+
+def start_from(server, box, source):
+    if not isinstance(source, str) or not source:
+        raise ApiError(400, "params.source: fixtures, options or 'snapshot NAME' is required")
+    if source in (box.source, "options"):
+        server.reset_sandbox(box)
+        return [f"sandbox {box.name} reset to its start ({box.source})"]
+    name = source.removeprefix("snapshot ")
+    if source != "fixtures" and (not source.startswith("snapshot ") or name not in server.snapshots):
+        raise ApiError(400, f"params.source: {source[:80]!r} is neither fixtures, options nor a snapshot this mock "
+                            f"holds (save it with POST /_mock/snapshots, or start the mock with its --state-file)")
+    server.restore_snapshot(box, name)
+    return [f"{source} restored into sandbox {box.name}"]
+
+
+def present(server, rt, noun, ident, params):
+    done = []
+    if not rt.store.holds(ident):
+        create = params.get("create")
+        if not isinstance(create, dict):
+            raise ApiError(400, f"{noun} {ident} is not in this world and the state does not say how to create it "
+                                f"(params.create)")
+        replay(server, rt, create, pin=ident)
+        done.append(f"{noun} {ident} created")
+    edits = params.get("edits") or []
+    if not isinstance(edits, list):
+        raise ApiError(400, "params.edits: must be a list of calls")
+    for edit in edits:
+        replay(server, rt, edit)
+    if edits:
+        done.append(f"{noun} {ident} edited {len(edits)} time(s)")
+    return done or [f"{noun} {ident} is there"]
+
+
+def absent(server, rt, noun, ident, delete):
+    if not rt.store.holds(ident):
+        return [f"{noun} {ident} is not there"]
+    if not isinstance(delete, dict):
+        raise ApiError(400, f"{noun} {ident} is in this world and the state does not say how to delete it "
+                            f"(params.delete)")
+    replay(server, rt, delete)
+    return [f"{noun} {ident} deleted"]
+
+
+def replay(server, rt, call, pin=None, effects=None):
+    """Run one call ({method, path, query, body}) through its handler, as an Admin of the record's
+    organization, with the id `pin` for the record it creates."""
+    if not isinstance(call, dict) or not isinstance(call.get("method"), str) or not isinstance(call.get("path"), str):
+        raise ApiError(400, "params: a call is an object with method, path and, where it has them, query and body")
+    method, path = call["method"].upper(), call["path"]
+    try:
+        operation, values = server.spec.match(method, path)
+    except ApiError as error:
+        raise ApiError(400, f"state step {method} {path[:200]}: {error.message}") from None
+    query, errors = operation.check_query({k: str(v) for k, v in (call.get("query") or {}).items()})
+    body = call.get("body")
+    if errors or (body is not None and operation.body is not None and operation.body.errors(body, "body")):
+        raise ApiError(400, f"state step {method} {path[:200]}: the query or body is not valid for "
+                            f"{operation.operation_id}")
+    org = organization_of(rt, values.values())
+    token = Token(name="provider-state", value="", organization=org, scopes=["Admin"])
+    if pin:
+        rt.fake.pin(pin)
+    try:
+        HANDLERS[operation.operation_id](Context(rt, org, token, values, query, body if body is not None else {},
+                                                 rt.clock.now(), effects=effects))
+    except ApiError as error:
+        raise ApiError(400, f"state step {operation.operation_id} {method} {path[:200]} failed: {error.message}") \
+            from None
+    finally:
+        rt.fake.pin(None)
+    rt.pump()
+
+
+def organization_of(rt, idents):
+    """The organization of the first record of a call's path that the world holds."""
+    for ident in idents:
+        for table in rt.store.tables.values():
+            entry = table.find(ident)
+            if entry is not None:
+                return entry.org
+    raise ApiError(400, f"no record of the path {', '.join(idents)} is in this world")
+
+
+def drive(server, rt, noun, ident, target):
+    """Bring a service to the state `target` through its own actions, moving the sandbox's clock."""
+    entry = rt.store.services.find(ident)
+    if entry is None or noun not in pact.SERVICES:
+        raise ApiError(400, f"{noun} {ident} is not a service: only services have a state")
+    if state_of(rt, entry) == target:
+        return [f"{noun} {ident} is {target}"]
+    if target not in ROUTES:
+        raise ApiError(400, f"{noun} {ident} cannot be brought to {str(target)[:40]!r} (it is {state_of(rt, entry)}); "
+                            f"reachable: {', '.join(sorted(ROUTES))}")
+    actions, failure = ROUTES[target]
+    for action in actions[:-1]:
+        if state_of(rt, entry) not in RUNNING:
+            replay(server, rt, {"method": "POST", "path": f"/{noun}/{ident}/{action}"})
+            follow(rt, entry, RUNNING, f"{noun} {ident}")
+    effects = {"deployment": failure} if failure else None
+    replay(server, rt, {"method": "POST", "path": f"/{noun}/{ident}/{actions[-1]}"}, effects=effects)
+    follow(rt, entry, (target,), f"{noun} {ident}")
+    return [f"{noun} {ident} brought to {target} ({', '.join(actions)})"]
+
+
+def state_of(rt, entry):
+    return rt.deployments.status(entry, rt.clock.now())["state"]
+
+
+def follow(rt, entry, wanted, what):
+    """Move the clock in small steps until the service shows one of `wanted`."""
+    for _ in range(MAX_STEPS):
+        if state_of(rt, entry) in wanted:
+            return
+        rt.clock.advance(STEP_SECONDS)
+        rt.pump()
+    raise ApiError(400, f"{what} did not reach {' or '.join(wanted)} within {MAX_STEPS * STEP_SECONDS:.0f} s of its "
+                        f"clock (it is {state_of(rt, entry)})")

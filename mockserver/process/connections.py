@@ -1,0 +1,263 @@
+"""Limits below HTTP: what one connection may cost the server before its request is whole.
+
+`protocol(limits)` is uvicorn's httptools protocol with four bounds (`Limits`, from the options):
+
+- **header timeout**: a request's line and headers must have arrived `header_timeout` seconds
+  after the connection opened or the request's first byte came; a connection that stays silent,
+  or sends its headers a few bytes at a time, is answered 408 and closed. (Between requests, an
+  idle keep-alive connection is closed after uvicorn's keep-alive timeout.)
+- **body timeout**: the request's body must have arrived `body_timeout` seconds after its headers;
+  a slow upload is answered 408 (when nothing was answered yet) and closed, and the request being
+  answered sees the client disconnect.
+- **header size**: the request line and headers together at most `max_header_size` bytes; past
+  that, 431. Bytes are counted as they arrive, so a huge header is never held whole.
+- **connections**: at most `max_connections` at once. One more takes the place of the connection
+  that has waited longest without a request in progress (silent, still sending its headers, or an
+  idle keep-alive); only when every connection has a request in progress is it refused, 503.
+
+Deadlines are times noted on the connection, not timers: one sweep every SWEEP seconds answers the
+connections past theirs, so a request pays for two assignments instead of two timers (a timeout fires
+at most SWEEP seconds late).
+
+Replies written here are the spec's error body with `Connection: close`. After one, the
+connection reads and discards what the client still sends for a moment (at most LINGER seconds
+and LINGER_BYTES bytes) before closing, so that the client reads the reply instead of a reset.
+
+`raise_fd_limit()` raises the process's soft limit of open files to its hard limit where the
+system allows; `connection_budget` keeps `max_connections` below what that limit leaves.
+"""
+
+from dataclasses import dataclass
+
+import httptools
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+
+from mockserver.core.errors import ApiError
+from mockserver.edge.requestid import request_id
+
+LINGER = 1.0                     # seconds a refused connection still reads before it closes
+LINGER_BYTES = 1024 * 1024       # ... and bytes
+SWEEP = 0.25                     # seconds between two looks at the connections' deadlines
+FD_RESERVE = 100                 # open files kept for everything but connections (state file, webhooks, logs)
+FD_TARGET = 1024 * 1024          # the soft limit asked for when the hard one is unlimited
+
+
+@dataclass(frozen=True)
+class Limits:
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    max_header_size: int = 64 * 1024
+    max_connections: int = 1000
+
+
+def protocol(limits):
+    """The protocol class uvicorn is given (`http=`), bound to these limits."""
+    return type("GuardedProtocol", (GuardedProtocol,), {"limits": limits})
+
+
+class _Answered(Exception):
+    """Stops the parser: this connection was answered here and is closing."""
+
+
+class GuardedProtocol(HttpToolsProtocol):
+    limits = Limits()
+    sweeper = None               # the timer of the next sweep of this server's connections, while any are open
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.deadline = None     # when the header or body timeout in force runs out (loop time)
+        self.expired = None      # ... and what is done then
+        self.in_head = True      # waiting for, or reading, a request line and headers
+        self.head_bytes = 0      # bytes received of them
+        self.fed = 0             # bytes of the chunk being parsed
+        self.waiting_since = self.loop.time()
+        self.answered = False    # a reply was written here (or is due); the connection lingers, then closes
+        self.refusal = None      # (status, message) of a reply due once the request before it is answered
+        self.discarded = 0
+
+    # ------------------------------------------------------------ the connection
+    def connection_made(self, transport):
+        super().connection_made(transport)
+        if len(self.connections) > self.limits.max_connections and not self._make_room():
+            self._answer(503, f"the server holds its limit of {self.limits.max_connections} connections, each "
+                              "with a request in progress (--max-connections); retry in a moment",
+                         [(b"retry-after", b"1")])
+            return
+        self._arm(self.limits.header_timeout, self._head_too_slow)
+
+    def connection_lost(self, exc):
+        self._disarm()
+        super().connection_lost(exc)
+
+    def idle(self):
+        """No request in progress (silent, still sending its headers, or between requests), and not closing."""
+        return (not self.answered and not self.transport.is_closing()
+                and (self.cycle is None or self.cycle.response_complete))
+
+    def _make_room(self):
+        """Close the connection that has waited longest without a request in progress; False if none has."""
+        waiting = [c for c in self.connections if c is not self and isinstance(c, GuardedProtocol) and c.idle()]
+        if not waiting:
+            return False
+        oldest = min(waiting, key=lambda c: c.waiting_since)
+        if oldest.head_bytes:
+            oldest._answer(503, "the server is at its connection limit (--max-connections) and this connection "
+                                "was the slowest to send its request")
+        else:
+            oldest.transport.close()             # nothing of a request came: closing is what idle clients expect
+        return True
+
+    def data_received(self, data):
+        if self.answered:                        # lingering after a reply: read and drop
+            self.discarded += len(data)
+            if self.discarded > LINGER_BYTES:
+                self.transport.close()
+            return
+        self._unset_keepalive_if_required()
+        self.fed = len(data)
+        if self.in_head:
+            self.head_bytes += self.fed
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            pass                                 # no upgrades (no websockets here): answered as plain HTTP
+        except httptools.HttpParserError as error:
+            if not self.answered:                # else a step below stopped the parser after its own reply
+                self._refuse(400, f"malformed HTTP request: {error}")
+            return
+        if self.in_head and self.head_bytes > self.limits.max_header_size:
+            self._too_large()
+
+    # ------------------------------------------------------------ the parser's steps
+    def on_message_begin(self):
+        super().on_message_begin()
+        if self.deadline is None:                # a request's first byte on a kept-alive connection
+            self._arm(self.limits.header_timeout, self._head_too_slow)
+
+    def on_headers_complete(self):
+        self.in_head = False
+        # this head came in the bytes counted since the last request ended plus the chunk being parsed:
+        # only when those could hold more than the limit is it measured (pipelined requests share a chunk)
+        if self.head_bytes + self.fed > self.limits.max_header_size and self._head_size() > self.limits.max_header_size:
+            self._disarm()
+            self._too_large()
+            raise _Answered()
+        super().on_headers_complete()
+        self._arm(self.limits.body_timeout, self._body_too_slow)
+
+    def _head_size(self):
+        """The request line and headers' size."""
+        return len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers)
+
+    def on_message_complete(self):
+        self._disarm()
+        super().on_message_complete()
+        self.in_head, self.head_bytes = True, 0
+
+    def on_response_complete(self):
+        super().on_response_complete()
+        self.waiting_since = self.loop.time()
+        if self.refusal is not None:             # a request behind this one was refused: its reply comes now
+            self._answer(*self.refusal)
+
+    # ------------------------------------------------------------ timeouts and replies
+    def _arm(self, seconds, callback):
+        self.deadline, self.expired = self.loop.time() + seconds, callback
+        if type(self).sweeper is None:
+            self._sweep_later()
+
+    def _disarm(self):
+        self.deadline = None
+
+    def _sweep_later(self):
+        type(self).sweeper = self.loop.call_later(SWEEP, self._sweep)
+
+    def _sweep(self):
+        """Answer every connection of this server past its deadline; look again later while any is open."""
+        cls = type(self)
+        cls.sweeper = None
+        now = self.loop.time()
+        guarded = [c for c in self.connections if isinstance(c, cls)]
+        for connection in guarded:
+            if connection.deadline is not None and connection.deadline <= now:
+                connection.deadline = None
+                connection.expired()
+        if guarded:
+            self._sweep_later()
+
+    def _head_too_slow(self):
+        self.deadline = None
+        if self.cycle is not None and not self.cycle.response_complete:
+            # a request sent behind one still being answered: reading waits for that answer, not the client
+            self._arm(self.limits.header_timeout, self._head_too_slow)
+            return
+        self._answer(408, f"the request line and headers did not arrive within {self.limits.header_timeout:g} "
+                          "seconds (--header-timeout)")
+
+    def _body_too_slow(self):
+        self.deadline = None
+        if self.cycle is not None and self.cycle.response_started:
+            self.transport.close()               # already answered: nothing more can be said
+            return
+        self._answer(408, f"the request body did not arrive within {self.limits.body_timeout:g} seconds of its "
+                          "headers (--body-timeout)")
+
+    def _too_large(self):
+        self._refuse(431, f"the request line and headers are larger than {self.limits.max_header_size} bytes "
+                          "(--max-header-size)")
+
+    def _refuse(self, status, message):
+        """Refuse the request being read. When it came pipelined behind a whole request still being answered,
+        replies go in the order of the requests: that one's first, then this refusal (on_response_complete);
+        nothing more is read meanwhile. A request whose own head or body is refused is answered now."""
+        cycle = self.cycle                       # the request before, while this one's head is read
+        if cycle is not None and not cycle.more_body and not cycle.response_complete and not cycle.disconnected:
+            self.answered, self.refusal = True, (status, message)
+            return
+        self._answer(status, message)
+
+    def _answer(self, status, message, extra=()):
+        """Write the error reply, tell a request in progress that its client is gone, then linger and close."""
+        self.answered, self.refusal = True, None
+        self._disarm()
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            cycle.disconnected = True
+            cycle.message_event.set()
+        body = ApiError(status, message).render()
+        headers = [*self.server_state.default_headers, (b"content-type", b"application/json"),
+                   (b"content-length", str(len(body)).encode()), (b"connection", b"close"),
+                   (b"x-request-id", request_id(None).encode()), *extra]
+        self.transport.write(b"".join([STATUS_LINE[status], *(b"%s: %s\r\n" % pair for pair in headers),
+                                       b"\r\n", body]))
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self.flow.resume_reading()
+        self.loop.call_later(LINGER, self.transport.close)
+
+
+# ---------------------------------------------------------------- open files
+def raise_fd_limit():
+    """Raise the soft limit of open files to the hard one where allowed; the soft limit in force (None where
+    the system has no such limit)."""
+    try:
+        import resource
+    except ImportError:                          # not a Unix
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = FD_TARGET if hard == resource.RLIM_INFINITY else hard
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+        except (ValueError, OSError):            # not allowed here: the limit stays
+            pass
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def connection_budget(max_connections, fd_limit):
+    """The connections that may be open at once under an open-file limit (a few files kept for the rest)."""
+    if fd_limit is None:
+        return max_connections
+    return max(1, min(max_connections, fd_limit - FD_RESERVE))
+

@@ -1,0 +1,213 @@
+"""The worlds one server keeps: the start world, its sandboxes and snapshots, and their upkeep.
+
+`Server` builds the start world once from the fixtures (through the handlers), freezes it, and
+makes every sandbox by copying those bytes (sandboxes.py, sandbox_options.py). It resets,
+restores and retires worlds, restores and saves the state file (persistence.py), and runs the
+background loop that applies what fell due on each awake world's clock, expires and puts to
+sleep idle sandboxes and keeps the collector's policy (collector.py). How a request is answered
+is app.py's business: `app.MockServer` is this server with its request path.
+"""
+
+import asyncio
+import logging
+import os
+import time
+from collections import deque
+
+from mockserver.api.replay import fresh_world
+from mockserver.core.clock import Clock
+from mockserver.core.settings import Settings
+from mockserver.document.spec import Spec
+from mockserver.sandboxes.options import world_for
+from mockserver.sandboxes.sandbox import DEFAULT, Sandbox, Sandboxes
+from mockserver.world.fixtures import read_fixtures
+from mockserver.world.frozen import Shared, freeze, thaw
+from mockserver.world.scenarios import Scenarios
+from mockserver.world.strictness import vocabulary
+
+log = logging.getLogger("mockserver")
+TICK = 0.05                                     # seconds between two rounds of the background loop
+BURY_SECONDS = 0.005                            # time a call or a round of the loop may spend freeing worlds
+
+
+class Server:
+    def __init__(self, settings=None, spec=None, clock=None, wall=time.time):
+        self.settings = settings or Settings()
+        self.spec = spec or Spec.load()
+        self.shared = Shared(self.settings, self.spec)
+        self.fixtures = read_fixtures(self.settings.fixtures, self.spec)
+        self.started = time.time()
+        # The world every sandbox starts from, built once through the handlers and then only copied.
+        first = self.build(self.settings, clock or Clock(self.settings.clock), self.fixtures)
+        self.origin = freeze(first, self.shared)
+        # scenarios loaded from files at start: every sandbox starts with them, and may name them
+        self.library = {name: (item["raw"], item["source"]) for name, item in first.scenarios.active.items()}
+        # who may make a sandbox by using it, on a mock protected by a control token: a caller of the start world
+        self.start_auth = (dict(first.tokens), first.default_org, frozenset(first.store.organizations.rows))
+        first.close()
+        self.snapshots = {}                    # name -> Snapshot, shared by all sandboxes
+        self.changes = 0                       # requests that may have changed state: the state file is saved
+        #                                        when this moves (reads do not move it)
+        self.graveyard = deque()               # retired sandboxes whose worlds are still to be freed
+        self.sandboxes = Sandboxes(self.make_sandbox, self.settings.max_sandboxes, self.settings.sandbox_ttl, wall,
+                                   forget=self.forget, sleep_after=self.settings.sleep_after or None)
+        self.sandboxes.create(DEFAULT)
+        self.collector = None                  # the process's collector policy (collector.py), set by `serve`
+        self.saver = None
+        self.loaded = {"from": "fixtures", "fixtures": str(self.settings.fixtures)}   # what the start line says
+        if self.settings.state_file:
+            self._open_state_file(self.settings.state_file)
+
+    def _open_state_file(self, path):
+        """The state file's folder checked (a problem stops the start), then its world restored, unless
+        `fresh` asks for the fixtures' (the file is then kept aside as PATH.previous)."""
+        from mockserver.sandboxes.statefile import Saver, prepare, restore, set_aside
+        prepare(path)
+        if self.settings.fresh:
+            self.loaded["set_aside"] = set_aside(path)
+        elif restore(self, path):
+            self.loaded = {"from": "state file", "state_file": path, "fixtures": str(self.settings.fixtures),
+                           "saved_at": os.stat(path).st_mtime, "sandboxes": len(self.sandboxes),
+                           "snapshots": len(self.snapshots)}
+        self.saver = Saver(self, path, self.settings.save_interval)
+
+    # ------------------------------------------------------------ worlds
+    def build(self, settings, clock, fixtures):
+        """A world made by replaying fixtures through the handlers (slow: done once, or for options)."""
+        scenarios = Scenarios(self.spec, seed=settings.seed, known=vocabulary(fixtures))
+        for path in settings.scenarios:
+            scenarios.load_file(path)
+            for warning in scenarios.warnings:
+                log.warning("%s", warning)
+        return fresh_world(settings, clock, fixtures, scenarios, self.shared.budget)
+
+    def make_sandbox(self, name, options, fixtures=None):
+        """A new sandbox: a copy of the start world, or of a snapshot, or a world built for its options
+        (`fixtures`: the folder of its `fixtures` option, already read)."""
+        rt, origin, source = world_for(self, options, fixtures)
+        _own(rt, name)
+        self.changes += 1
+        return Sandbox(name, rt, origin, source, self.sandboxes.wall(), self.shared)
+
+    def forget(self, box):
+        """A sandbox was deleted, replaced or expired: its world is freed now, or, when many go at once,
+        a few at a time by the background loop, so that no request waits behind freeing them all. When no
+        sandbox of its name is left, its private snapshots go with it."""
+        self.changes += 1
+        if box.name not in self.sandboxes.live:
+            self.drop_snapshots(box.name, private_only=True)
+        box.retire()
+        self.graveyard.append(box)
+        self.bury()
+
+    def bury(self, budget=BURY_SECONDS):
+        """Free retired worlds for at most `budget` seconds (a world of the default fixtures: about 0.4 ms).
+        When the last one is freed, the memory they held is handed back to the system (collector.release):
+        a hand-back that ran while some were still waiting would leave theirs in the heap."""
+        started = time.perf_counter()
+        freed = bool(self.graveyard)
+        while self.graveyard and time.perf_counter() - started < budget:
+            self.graveyard.popleft()
+        if freed and not self.graveyard and self.collector is not None:
+            self.spec.forget_paths()
+            self.collector.release()
+
+    def drop_snapshots(self, sandbox, private_only=False):
+        """Delete the snapshots saved from a sandbox (only its private ones with `private_only`); their names."""
+        gone = [snap.name for snap in self.snapshots.values()
+                if snap.sandbox == sandbox and (snap.private or not private_only)]
+        for name in gone:
+            del self.snapshots[name]
+        return gone
+
+    def reset_sandbox(self, box, scenarios=False):
+        """Back to the world the sandbox started from. Its clock goes on from where it is, and its
+        scenarios stay active with their counters rewound (all removed with `scenarios`)."""
+        old = box.rt
+        rt = thaw(box.origin, self.shared)
+        _own(rt, box.name)
+        rt.clock = old.clock
+        if scenarios:
+            rt.scenarios.clear()
+        else:
+            rt.scenarios = old.scenarios
+            rt.scenarios.rewind()
+        box.rt = rt
+        old.close()
+        return rt
+
+    def restore_snapshot(self, box, name):
+        """The sandbox's world replaced by a copy of a snapshot (or of the start world: `fixtures`), which
+        goes on from the moment it was saved. 404 for an unknown name."""
+        from mockserver.core.errors import ApiError
+        if name == "fixtures":
+            data, at = self.origin, None
+        elif name in self.snapshots:
+            data, at = self.snapshots[name].data, self.snapshots[name].clock_at
+        else:
+            raise ApiError(404, f"snapshot {name} not found")
+        old, box.rt = box.rt, thaw(data, self.shared)
+        box.rt.source = "fixtures" if name == "fixtures" else f"snapshot {name}"
+        if at is not None:
+            box.rt.clock.resume_at(at)
+        old.close()
+        return box.rt
+
+    @property
+    def rt(self):
+        """The default sandbox's world (single-user code and tests)."""
+        return self.sandboxes.get_quietly(DEFAULT).rt
+
+    @property
+    def clock(self):
+        return self.rt.clock
+
+    @property
+    def scenarios(self):
+        return self.rt.scenarios
+
+    def reset(self, scenarios=False):
+        self.reset_sandbox(self.sandboxes.get_quietly(DEFAULT), scenarios)
+
+    # ------------------------------------------------------------ upkeep
+    async def keep_up(self):
+        """The background loop: due deployment events and webhook attempts without waiting for a request,
+        sandboxes expired and put to sleep, the collector's policy, the periodic save."""
+        while True:
+            self.upkeep()
+            await asyncio.sleep(TICK)
+
+    def upkeep(self):
+        self.bury()
+        for box in self.sandboxes.awake():
+            rt = box.rt
+            if not rt.falls_due():
+                continue                        # nothing has fallen due (idle worlds included)
+            try:
+                rt.pump()
+            except Exception:                   # keep the loop alive; the error is a bug to see in the log
+                log.exception("background pump of sandbox %s failed", box.name)
+        self.sandboxes.sweep()
+        if self.collector is not None:
+            if self.shared.budget.trims or self.sandboxes.slept:
+                self.shared.budget.trims = self.sandboxes.slept = 0
+                self.collector.release()
+            self.collector.tick()
+        if self.saver is not None:
+            try:
+                self.saver.tick()
+            except OSError as error:            # the saver reports its own failures; this would be a bug
+                log.error("state file %s: the saver failed: %s", self.saver.path, error)
+
+    async def stop(self):
+        """At shutdown: webhook attempts cancelled, their clients closed, the last save."""
+        for box in self.sandboxes.awake():
+            await box.rt.webhooks.close()
+        if self.saver is not None:
+            self.saver.final()
+
+
+def _own(rt, name):
+    """New ids of a sandbox come from a sequence of its own, seeded by its name (default: the seed)."""
+    if name != DEFAULT:
+        rt.fake.reseed(name)

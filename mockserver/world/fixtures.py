@@ -1,0 +1,261 @@
+"""Fixture files: the state a fresh mock starts from.
+
+`read_fixtures(dir, spec)` reads every `*.yaml` of a folder, merges their top-level
+keys (an organization whose id appears in several files is one organization: its lists are
+joined in file order), and checks each entry against the request schema of the API operation that would
+create it; every problem is reported (file, entry and message) before anything loads. Only
+regular files are read (a FIFO or a device would block or never end), at most 64 MiB for the
+whole folder, each document within the bounds of yamlbound.py (depth, aliases).
+`handlers/fixtures.py` then creates the records through the same handlers as API calls, so
+the platform's rules (unique names, registry kinds, variable scopes) hold.
+"""
+
+import os
+import stat
+from datetime import datetime
+from pathlib import Path
+
+import yaml
+
+from mockserver.core import yamlbound
+from mockserver.core.errors import StartupError
+from mockserver.core.settings import parse_rate
+from mockserver.world.auth import GRANTS
+
+FIXTURE_BYTES = yamlbound.FIXTURE_BYTES     # all the files of a folder together
+SERVICE_KEYS = {"applications": ("application", "ApplicationRequest"),
+                "containers": ("container", "ContainerRequest"),
+                "databases": ("database", "DatabaseRequest"), "jobs": ("job", "JobRequest"),
+                "helms": ("helm", "HelmRequest"), "terraforms": ("terraform", "TerraformRequest")}
+ORG_KEYS = {"container_registries": ("ContainerRegistryRequest", "createContainerRegistry"),
+            "credentials": ("CredentialsRequest", "createAwsCredentials"),
+            "labels_groups": ("LabelsGroupRequest", "createLabelsGroup"),
+            "webhooks": ("WebhookRequest", "createWebhook")}
+NESTED = {"id", "deployed", "variables", "secrets", "backups", "custom_domains", "environments", "deployment_rule",
+          "override_of", "alias_of"}
+CLUSTER_FIELDS = {"id", "name", "description", "region", "cloud_provider", "version", "is_default", "production",
+                  "status"}
+
+
+def folder_problem(folder):
+    """A fixtures path that names a file (or something else) instead of a folder: the line that says so, or None
+    (a missing folder is read_fixtures' to report)."""
+    path = Path(folder)
+    if path.exists() and not path.is_dir():
+        return (f"fixtures: {path}: not a folder (it is a file): --fixtures (or check DIR) names the folder that "
+                f"holds the fixture YAML files")
+    return None
+
+
+class FixtureError(StartupError, ValueError):
+    """Every problem of a fixtures folder. `problems` may quote the files (what `mockserver check` prints);
+    `quiet` names only files and kinds of problem, for a caller who named a folder but may not read it."""
+
+    def __init__(self, problems, quiet=None):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+        self.quiet = quiet if quiet is not None else problems
+
+    def lines(self):
+        return [f"fixtures: {problem}" for problem in self.problems]
+
+
+class _Problems:
+    """Problems as they are found: each in full, and its kind in a few words that quote nothing."""
+
+    def __init__(self):
+        self.full, self.kinds = [], {}
+
+    def add(self, full, where, kind):
+        self.full.append(full)
+        self.kinds[(where, kind)] = self.kinds.get((where, kind), 0) + 1
+
+    def error(self):
+        quiet = [f"{where}: {kind}" + (f" ({count} times)" if count > 1 else "")
+                 for (where, kind), count in self.kinds.items()]
+        return FixtureError(self.full, quiet)
+
+
+class _Unreadable(Exception):
+    """A fixture file that is not read: the problem, in words that quote nothing of it."""
+
+
+def read_fixtures(folder, spec):
+    """The merged fixtures of every *.yaml of a folder, or FixtureError naming every problem."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FixtureError([f"{folder}: fixtures folder not found"])
+    data = {"organizations": [], "tokens": []}
+    problems = _Problems()
+    files = sorted(folder.glob("*.yaml")) + sorted(folder.glob("*.yml"))
+    if not files:
+        problems.add(f"{folder}: no *.yaml fixture files", folder, "no *.yaml fixture files")
+    budget = FIXTURE_BYTES
+    for path in files:
+        try:
+            text = _read_file(path, budget)
+            budget -= len(text)
+            raw = yamlbound.load(text, max_bytes=FIXTURE_BYTES) or {}
+        except _Unreadable as error:
+            problems.add(f"{path}: {error}", path.name, str(error))
+            continue
+        except yamlbound.BoundError as error:
+            problems.add(f"{path}:{error.line or '?'}: {error.problem}", path.name, error.problem)
+            continue
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            line = mark.line + 1 if mark else "?"
+            problems.add(f"{path}:{line}: not valid YAML: {getattr(error, 'problem', error)}", path.name,
+                         f"not valid YAML (line {line})")
+            continue
+        _take(raw, path, spec, data, problems)
+    data["organizations"] = _merge_organizations(data["organizations"], problems)
+    if problems.full:
+        raise problems.error()
+    return data
+
+
+def _read_file(path, budget):
+    """The bytes of a fixture file: a regular file (never a FIFO or a device, which could block or never
+    end), read no further than what is left of the folder's bound."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as error:
+        raise _Unreadable(f"cannot be read: {error.strerror or error}") from None
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise _Unreadable("not a regular file")
+        data = handle.read(budget + 1)
+    if len(data) > budget:
+        raise _Unreadable(f"the folder's files are larger than {yamlbound.size_text(FIXTURE_BYTES)} together "
+                          "(the bound of a fixtures folder)")
+    return data
+
+
+def _take(raw, path, spec, data, problems):
+    """One file's document into `data`: organizations and tokens checked and added, rate_limit read."""
+    if not isinstance(raw, dict):
+        problems.add(f"{path}: top level must be a mapping", path.name, "top level must be a mapping")
+        return
+    for key, value in raw.items():
+        if key in ("organizations", "tokens"):
+            if not isinstance(value, list):
+                problems.add(f"{path}: {key} must be a list", path.name, f"{key} must be a list")
+                continue
+            for item in value:
+                try:
+                    item_problems = _check_org(item, spec) if key == "organizations" else _check_token(item)
+                except (AttributeError, TypeError, KeyError):     # a list where a mapping belongs, or the reverse
+                    item_problems = ["has a part of the wrong shape (a list, a mapping or a value misplaced)"]
+                name = item.get("name", "?") if isinstance(item, dict) else "?"
+                for problem in item_problems:
+                    problems.add(f"{path}: {key}[{name}] {problem}", path.name,
+                                 f"an entry of {key} does not match the API's request schemas")
+            data[key] += value
+        elif key == "rate_limit":
+            try:
+                data["rate_limit"] = parse_rate(value)
+            except ValueError as error:
+                problems.add(f"{path}: rate_limit: {error}", path.name, "rate_limit is not N/WINDOW")
+        else:
+            problems.add(f"{path}: unknown top-level key {key!r} (expected organizations, tokens, rate_limit)",
+                         path.name, "an unknown top-level key (expected organizations, tokens, rate_limit)")
+
+
+def _merge_organizations(organizations, problems):
+    """Entries with the same id are one organization: lists are joined, other fields must agree."""
+    out, by_id = [], {}
+    for org in organizations:
+        first = by_id.get(org.get("id")) if isinstance(org, dict) else None
+        if first is None:
+            if isinstance(org, dict) and "id" in org:
+                org = by_id[org["id"]] = dict(org)
+            out.append(org)
+            continue
+        for key, value in org.items():
+            if isinstance(value, list):
+                first[key] = list(first.get(key, [])) + value
+            elif key not in first:
+                first[key] = value
+            elif first[key] != value:
+                problems.add(f"organization {org['id']}: {key} differs between fixture files "
+                             f"({first[key]!r}, {value!r})", "fixtures", "organizations with one id differ "
+                             "between files")
+    return out
+
+
+def _check(spec, schema, entry, where):
+    if not isinstance(entry, dict):
+        return [f"{where}: must be a mapping"]
+    body = {k: v for k, v in entry.items() if k not in NESTED}
+    validator = spec.request_validator(schema)
+    return [f"{loc.replace('body', where, 1)}: {msg}" for loc, msg in validator.errors(body, "body")]
+
+
+def _check_org(org, spec):
+    if not isinstance(org, dict):
+        return ["must be a mapping"]
+    out = [] if isinstance(org.get("id"), str) and isinstance(org.get("name"), str) else ["needs id and name"]
+    for cluster in org.get("clusters", []):
+        unknown = set(cluster) - CLUSTER_FIELDS - {"lock"}      # a lock is state, not a field export keeps
+        if unknown or "name" not in cluster:
+            out.append(f"cluster {cluster.get('name', '?')}: needs a name; unknown fields {sorted(unknown)}")
+        if "lock" in cluster:
+            out += _check(spec, "ClusterLockRequest", cluster["lock"], f"cluster {cluster.get('name')}.lock")
+    for key, (schema, _) in ORG_KEYS.items():
+        out += [p for item in org.get(key, []) for p in _check(spec, schema, item, key)]
+    for project in org.get("projects", []):
+        out += _check(spec, "ProjectRequest", project, f"project {project.get('name')}")
+        out += _check_variables(spec, project, f"project {project.get('name')}")
+        for env in project.get("environments", []):
+            where = f"environment {env.get('name')}"
+            out += _check(spec, "EnvironmentRequest", env, where)
+            out += _check_variables(spec, env, where)
+            if "deployment_rule" in env:
+                out += _check(spec, "DeploymentRuleRequest", env["deployment_rule"], f"{where}.deployment_rule")
+            for key, (_, schema) in SERVICE_KEYS.items():
+                for service in env.get(key, []):
+                    out += _check(spec, schema, service, f"{key[:-1]} {service.get('name')}")
+                    out += _check_variables(spec, service, f"{key[:-1]} {service.get('name')}")
+                    for domain in service.get("custom_domains", []):
+                        out += _check(spec, "CustomDomainRequest", domain, "custom_domains")
+    return out
+
+
+def _check_variables(spec, owner, where):
+    out = []
+    for key in ("variables", "secrets"):
+        for item in owner.get(key, []):
+            if isinstance(item, dict) and "alias_of" in item:      # an alias takes its value from its target
+                item = {"value": "", **item}
+            if isinstance(item, dict) and "override_of" in item and "alias_of" in item:
+                out.append(f"{where}.{key}: {item.get('key')}: override_of and alias_of exclude each other")
+            out += _check(spec, "VariableRequest", item, f"{where}.{key}")
+    return out
+
+
+def _check_token(token):
+    if not isinstance(token, dict):
+        return ["must be a mapping"]
+    out = [f"needs {field}" for field in ("name", "value", "organization", "scopes") if field not in token]
+    out += [f"unknown scope {s!r} (expected one of {', '.join(GRANTS)})" for s in token.get("scopes", [])
+            if s not in GRANTS]
+    if "expires_at" in token:
+        try:
+            timestamp(token["expires_at"])
+        except ValueError:
+            out.append(f"expires_at {token['expires_at']!r} is not an ISO 8601 date-time")
+    if "rate_limit" in token:
+        try:
+            parse_rate(token["rate_limit"])
+        except ValueError as error:
+            out.append(str(error))
+    return out
+
+
+def timestamp(value):
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, datetime):
+        return value.timestamp()
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()

@@ -1,0 +1,129 @@
+"""Strict scenario files: the rules that could never fire, found before a file is activated.
+
+The JSON Schema (scenarios.FILE_SCHEMA) checks shapes; this module checks what a schema cannot:
+an operation, token, path or service that the document and the fixtures do not have, and
+conditions that contradict each other. `problems(rule, spec, known)` yields
+(location inside the rule, problem, fatal): a fatal one refuses the file with its line, the
+others are warnings (a service glob that matches no service of the fixtures: one created
+later may still match it). `known` is `vocabulary(fixtures)`; without it, tokens and
+services are not checked.
+"""
+
+import fnmatch
+from datetime import datetime, timezone
+
+from mockserver.core.clock import EARLIEST, LAST_START
+from mockserver.document.validation import UUID
+
+SERVICE_KEYS = {"applications": "APPLICATION", "containers": "CONTAINER", "databases": "DATABASE", "jobs": "JOB",
+                "helms": "HELM", "terraforms": "TERRAFORM"}
+SAMPLE_ID = "00000000-0000-4000-8000-000000000000"
+GLOB_CHARS = set("*?[")
+# keys of which at most one may be given, where they sit in a rule, and why
+EXCLUSIVE = [
+    (("match",), ("nth", "every", "first"), "count conditions contradict each other; give one of them"),
+    (("window",), ("start", "after"), "a window opens at `start` or `after` seconds, not both"),
+    (("effect",), ("truncate", "reset", "dribble", "drop"), "a reply can be cut, reset, dribbled or dropped, "
+                                                           "only one of them"),
+    (("effect",), ("drop", "malformed_body"), "a dropped connection has no body to malform"),
+    (("effect", "deployment"), ("reads", "reads_per_step"), "give the status read the action ends on, or the "
+                                                             "reads per step, not both"),
+    (("effect", "deployment"), ("fail_at", "stall"), "a deployment either fails at a step or stalls in one"),
+    (("effect", "deployment"), ("state", "stall"), "a stalled deployment never reaches a failure state"),
+    (("effect", "dribble"), ("chunks", "chunk_bytes"), "give the number of chunks or their size, not both"),
+]
+
+
+def vocabulary(fixtures):
+    """What the fixtures name: token names and values, and services and clusters as (kind, name, id)."""
+    tokens = set()
+    for token in fixtures.get("tokens", []):
+        tokens.update(str(token[key]) for key in ("name", "value") if token.get(key))
+    services = []
+    for org in fixtures.get("organizations", []):
+        services += [("CLUSTER", c.get("name"), c.get("id")) for c in org.get("clusters", [])]
+        for project in org.get("projects", []):
+            for env in project.get("environments", []):
+                for key, kind in SERVICE_KEYS.items():
+                    services += [(kind, s.get("name"), s.get("id")) for s in env.get(key, [])]
+    return {"tokens": tokens, "services": services}
+
+
+def service_matches(wanted, target):
+    """A `match.service` selector ({name, id: globs, kind}) against (kind, name, id), or None."""
+    if target is None:
+        return False
+    kind, name, ident = target
+    return (wanted.get("kind", kind) == kind and fnmatch.fnmatchcase(name or "", wanted.get("name", "*"))
+            and fnmatch.fnmatchcase(ident or "", wanted.get("id", "*")))
+
+
+def moment(value):
+    """Unix seconds of a window's start: Unix seconds, or ISO 8601 (UTC when it names no zone), within
+    1970-01-01 .. 9999-01-01 like any start of a clock (ValueError otherwise)."""
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+    else:
+        parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        seconds = (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).timestamp()
+    if not EARLIEST <= seconds <= LAST_START:
+        raise ValueError("outside 1970-01-01 .. 9999-01-01 (UTC)")
+    return seconds
+
+
+def problems(rule, spec, known):
+    """(where, problem, fatal) for everything in a rule that keeps it from ever firing."""
+    yield from _contradictions(rule)
+    match = rule.get("match", {})
+    if "operation" in match and match["operation"] not in spec.operations:
+        yield ("match", "operation"), f"unknown operation {match['operation']!r}", True
+    if "path" in match and not _routes(spec, match["path"]):
+        near = spec.closest_paths(match["path"].replace("*", "x"))
+        hint = f" (did you mean {' or '.join(near)}?)" if near else ""
+        yield ("match", "path"), f"{match['path']!r} matches no documented route{hint}", True
+    if known is not None and "token" in match and match["token"] not in known["tokens"]:
+        names = ", ".join(sorted(t for t in known["tokens"] if not t.startswith("mock-")))
+        yield ("match", "token"), f"no token of the fixtures is named or valued {match['token']!r} " \
+                                  f"(tokens: {names})", True
+    if "service" in match:
+        yield from _service_problems(match["service"], known)
+    window = rule.get("window", {})
+    if "start" in window:
+        try:
+            moment(window["start"])
+        except ValueError:
+            yield ("window", "start"), f"{window['start']!r} is not an ISO 8601 time or Unix seconds within " \
+                                       "1970-01-01 .. 9999-01-01 (UTC)", True
+
+
+def _contradictions(rule):
+    for where, keys, why in EXCLUSIVE:
+        part = rule
+        for key in where:
+            part = part.get(key) if isinstance(part, dict) else None
+        given = [key for key in keys if isinstance(part, dict) and part.get(key) not in (None, False)]
+        if len(given) > 1:
+            yield (*where, given[1]), f"{' and '.join(given)} together: {why}", True
+
+
+def _routes(spec, path):
+    """Operations whose template is `path` or whose paths the glob `path` matches."""
+    return [op for op in spec.operations.values()
+            if op.template == path or fnmatch.fnmatchcase(_sample(op.template), path)
+            or fnmatch.fnmatchcase(op.template, path)]
+
+
+def _sample(template):
+    return "/".join(SAMPLE_ID if part.startswith("{") else part for part in template.split("/"))
+
+
+def _service_problems(wanted, known):
+    ident = wanted.get("id")
+    if ident is not None and not GLOB_CHARS & set(ident) and not UUID.match(ident):
+        yield ("match", "service", "id"), f"{ident!r} is not a uuid (nor a glob): no service can have it", True
+        return
+    if known is None:
+        return
+    if not any(service_matches(wanted, target) for target in known["services"]):
+        yield ("match", "service"), f"no service of the fixtures matches {wanted}; the rule fires only for one " \
+                                    "created later", False
