@@ -7,9 +7,9 @@
 
 `route` is the only place that knows sandboxes exist: it picks the world from the
 `/sandbox/{name}` prefix or the `X-Mock-Sandbox` header and hands it down. `/_mock/...`
-goes to the control API (control.py); `/openapi.json` and `/openapi.yaml` serve the document
+goes to the control API (control/routes.py); `/openapi.json` and `/openapi.yaml` serve the document
 without authentication. The same handlers answer under `/api/v1`. The worlds themselves
-(building, copying, resetting, the background loop) are server.py's.
+(building, copying, resetting, the background loop) are sandboxes/worlds.py's.
 """
 
 import asyncio
@@ -29,7 +29,7 @@ from mockserver.core.paths import DOCUMENT_PATHS, without_api_prefix
 from mockserver.edge import bodies, cors, faults, jsonbody, requestid
 from mockserver.edge.accesslog import access_logger
 from mockserver.sandboxes.sandbox import DEFAULT, choose
-from mockserver.sandboxes.worlds import Server
+from mockserver.sandboxes.worlds import Worlds
 from mockserver.world.auth import authenticate, authorize
 from mockserver.world.runtime import Context
 
@@ -45,7 +45,7 @@ class Dropped(Exception):
     """A scenario asked to close the connection without a reply."""
 
 
-class Exchange:
+class ApiCall:
     """One API call on its way through the request path: what was asked, and what the answer became.
     The request's headers stay as the server gave them (bytes); only the few the path reads are decoded,
     and the dict of all of them is made only when a scenario rule needs it."""
@@ -101,10 +101,11 @@ class Exchange:
         body = self.body
         for attempt in range(2):
             try:
-                rt.journal.record(self.call_id, rt.clock.now(), self.method, self.path, self.operation, self.query,
-                                  self.journaled_headers(), body, status, payload,
-                                  time.perf_counter() - self.started, self.rule, self.request_id,
-                                  self.token and self.token.name, reply_headers)
+                rt.journal.add(self.call_id, at=rt.clock.now(), method=self.method, path=self.path,
+                               operation=self.operation, query=self.query, headers=self.journaled_headers(), body=body,
+                               status=status, response=payload, duration=time.perf_counter() - self.started,
+                               rule=self.rule, request_id=self.request_id, token=self.token and self.token.name,
+                               reply_headers=reply_headers)
                 return
             except Exception as error:
                 if attempt:
@@ -113,8 +114,8 @@ class Exchange:
                 body = f"(body not kept: {type(error).__name__})"
 
 
-class MockServer(Server):
-    """The server (server.py) as an ASGI application."""
+class MockServer(Worlds):
+    """The server (sandboxes/worlds.py) as an ASGI application."""
 
     def __init__(self, settings=None, spec=None, clock=None, wall=time.time):
         super().__init__(settings, spec, clock, wall)
@@ -123,7 +124,7 @@ class MockServer(Server):
         self._yaml = None
         self.control = control_app(self)
         self.access_log = access_logger(self.settings.log_format) if self.settings.access_log else None
-        self.recorder = None                   # the recording proxy (record.py), only with an upstream: it brings
+        self.recorder = None                   # the recording proxy (contract/proxy.py), only with an upstream: it brings
         if self.settings.upstream:             # the HTTP client, which costs a plain server ~7 MiB unused
             from mockserver.contract.proxy import Recorder
             self.recorder = Recorder(self.settings, self.spec)
@@ -134,7 +135,7 @@ class MockServer(Server):
         if self.recorder is not None and self.recorder.wants(scope):
             await self.route(scope, receive, send)   # forwarded: the upstream's reply as it is, no CORS of ours
             return
-        await self.entry(scope, receive, send)    # CORS and the control API's guard around everything (cors.py)
+        await self.entry(scope, receive, send)    # CORS and the control API's guard around everything (edge/cors.py)
 
     async def route(self, scope, receive, send):
         if scope["type"] == "lifespan":
@@ -142,7 +143,7 @@ class MockServer(Server):
             return
         if scope["type"] != "http":
             return
-        if scope["method"] not in READS:       # a read changes nothing the state file keeps (server.py)
+        if scope["method"] not in READS:       # a read changes nothing the state file keeps (sandboxes/worlds.py)
             self.changes += 1
         if self.settings.replica_name:
             send = self._tag_replica(send)
@@ -227,7 +228,7 @@ class MockServer(Server):
 
     # ------------------------------------------------------------ the API's request path
     async def api(self, rt, scope, receive, send, path, sandbox=None):
-        call = Exchange(rt, scope, path)
+        call = ApiCall(rt, scope, path)
         try:
             result = await self.answer(rt, call, scope, receive)
             status = call.operation.status
@@ -256,7 +257,7 @@ class MockServer(Server):
         if call.rule is not None:               # the reply tells which rule shaped it
             out.append((b"x-mock-rule", call.rule.encode()))
         try:
-            if call.faults:                     # the reply leaves as the rule's network fault says (faults.py)
+            if call.faults:                     # the reply leaves as the rule's network fault says (edge/faults.py)
                 payload = await _deliver_faulty(receive, send, status, out, payload, call.faults)
             else:                               # a whole body of known length: Content-Length, not chunks
                 if payload:
@@ -295,8 +296,8 @@ class MockServer(Server):
             call.rule, effects = fired.name, fired.effects
             call.faults = faults.of(effects)
             await _apply(rt, effects, call.token, now)
-        ctx = Context(rt, call.token.organization, call.token, params, values,
-                      call.body if call.body is not None else {}, now, call.call_id, effects)
+        ctx = Context(rt, org=call.token.organization, token=call.token, params=params, query=values, body=call.body,
+                      now=now, call_id=call.call_id, effects=effects)
         return HANDLERS[operation.operation_id](ctx)
 
     @staticmethod
@@ -316,7 +317,7 @@ class MockServer(Server):
         return values
 
     def _log(self, scope, sandbox, status, call):
-        """One access-log line (accesslog.py), when the access log is on."""
+        """One access-log line (edge/accesslog.py), when the access log is on."""
         if self.access_log is None:
             return
         self.access_log(scope["method"], (scope.get("raw_path") or scope["path"].encode()).decode("latin-1"),
@@ -357,7 +358,7 @@ class MockServer(Server):
             await self.recorder.close()
 
     async def _home(self, scope, send, name, prefix):
-        """`/`: links and a quick start (home.py), as HTML for a browser, else JSON."""
+        """`/`: links and a quick start (control/home.py), as HTML for a browser, else JSON."""
         if scope["method"] not in ("GET", "HEAD"):
             error = ApiError(405, f"method {scope['method']} is not allowed on /", headers={"Allow": "GET"})
             await _send(send, 405, error.render(), JSON + [(b"allow", b"GET")])

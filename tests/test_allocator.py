@@ -1,4 +1,4 @@
-"""The allocator of a serving process (allocator.py): what `mockserver serve` restarts itself with, what it
+"""The allocator of a serving process (process/allocator.py): what `mockserver serve` restarts itself with, what it
 runs under then, and how it hands freed memory back."""
 
 import os
@@ -8,7 +8,7 @@ import sys
 import httpx
 import pytest
 
-from mockserver.cli import main as cli
+from mockserver.cli import main
 from mockserver.process import allocator
 
 JEMALLOC = allocator.find_jemalloc()
@@ -51,7 +51,7 @@ def test_jemalloc_asked_for_but_not_installed_is_a_clear_exit_2(monkeypatch, cap
     monkeypatch.setattr(allocator, "find_jemalloc", lambda: None)
     monkeypatch.setattr(os, "execve", lambda *args: pytest.fail("restarted without the library"))
     with pytest.raises(SystemExit) as ended:
-        cli.use_allocator("jemalloc")
+        main.use_allocator("jemalloc")
     assert ended.value.code == 2
     assert "apt-get install libjemalloc2" in capsys.readouterr().err
 

@@ -1,18 +1,16 @@
-"""The journal's calls packed in compressed blocks (calllog.py): read back as recorded, in order, counted,
+"""The journal's calls packed in compressed blocks (calls/log.py): read back as recorded, in order, counted,
 bounded, and far smaller than the calls kept as objects."""
 
 import pickle
 import random
 import threading
 import tracemalloc
-from collections import deque
 
 from conftest import ADMIN, APP, PROJECT
 from starlette.testclient import TestClient
 
 from mockserver.calls.journal import Budget, Journal
-from mockserver.calls.log import BLOCK, KEEP, Block, Call, CallLog, PackedCall
-from mockserver.sandboxes import statefile as persistence
+from mockserver.calls.log import BLOCK, KEEP, Block, Call, PackedCall
 
 
 class _Operation:
@@ -29,11 +27,13 @@ def _fill(journal, count):
     """Calls like a fleet's: polls of a status, now and then a create with a body, some 404s."""
     for index in range(count):
         post = index % 7 == 0
-        journal.record(journal.reserve(), 1000.0 + index, "POST" if post else "GET", f"/thing/{index % 5}",
-                       POST if post else (None if index % 11 == 0 else GET), {"page": index % 3} if index % 2 else {},
-                       {"authorization": "Token ...abcd", "x-n": str(index)}, {"key": f"K{index}"} if post else None,
-                       404 if index % 11 == 0 else 200, b'{"state":"DEPLOYED","n":%d}' % index, 0.002, None,
-                       f"req-{index}", "admin", [(b"content-type", b"application/json")])
+        journal.add(journal.reserve(), at=1000.0 + index, method="POST" if post else "GET", path=f"/thing/{index % 5}",
+                    operation=POST if post else (None if index % 11 == 0 else GET),
+                    query={"page": index % 3} if index % 2 else {},
+                    headers={"authorization": "Token ...abcd", "x-n": str(index)},
+                    body={"key": f"K{index}"} if post else None, status=404 if index % 11 == 0 else 200,
+                    response=b'{"state":"DEPLOYED","n":%d}' % index, duration=0.002, rule=None,
+                    request_id=f"req-{index}", token="admin", reply_headers=[(b"content-type", b"application/json")])
 
 
 def test_calls_behind_the_newest_are_packed_and_read_back_as_recorded():
@@ -58,7 +58,7 @@ def test_calls_behind_the_newest_are_packed_and_read_back_as_recorded():
 def test_packed_calls_take_a_fraction_of_the_bytes_of_calls_kept_as_objects():
     journal = Journal(10_000)
     _fill(journal, 2000)
-    as_objects = sum(Call(*call.row(call.operation)).size for call in journal.entries)
+    as_objects = sum(Call(**call.fields()).size for call in journal.entries)
     assert journal.bytes < as_objects / 5
     assert journal.bytes == journal.entries.held() == sum(block.bytes for block in journal.entries.blocks) + sum(
         call.size for call in journal.entries.recent)
@@ -100,18 +100,6 @@ def test_a_small_journal_never_packs():
     assert not journal.entries.blocks and len(journal.entries) == BLOCK + KEEP - 1
 
 
-def test_a_journal_saved_by_an_earlier_version_is_read_back_packed():
-    """Earlier versions kept every call as an object in a deque: such a state is packed as it is read."""
-    calls = [Call(i, float(i), "GET", "/organization", None, 200, 0.001, None, f"r{i}", None, b"[{},null]",
-                  b'{"ok":true}', None) for i in range(1, 2001)]
-    journal = Journal.__new__(Journal)
-    journal.__setstate__({"size": 10_000, "entries": deque(calls), "dropped": 3, "next_id": 2001,
-                          "bytes": sum(call.size for call in calls), "body_limit": 65536, "budget": None})
-    assert isinstance(journal.entries, CallLog) and journal.entries.blocks
-    assert [call.request_id for call in journal.entries] == [f"r{i}" for i in range(1, 2001)]
-    assert journal.bytes < sum(call.size for call in calls) / 3 and journal.dropped == 3
-
-
 def test_packed_calls_survive_a_copy_of_the_log():
     journal = Journal(10_000)
     _fill(journal, 700)
@@ -142,32 +130,13 @@ def test_over_http_early_calls_are_found_after_they_were_packed(make_server):
         assert [call["body"]["key"] for call in again["results"]] == [f"K{i}" for i in range(0, 600, 10)]
 
 
-def test_a_state_file_of_format_2_is_read_and_its_journals_packed(make_server, tmp_path, monkeypatch):
-    """Format 2 kept every call as an object: a file saved so is read, its journals packed as they are read."""
-    path = tmp_path / "state.bin"
-    server = make_server(state_file=str(path), rate_limit=100_000)
-    with TestClient(server, base_url="http://mock", headers=ADMIN) as client:
-        for _ in range(600):
-            assert client.get(f"/application/{APP}/status").status_code == 200
-    journal = server.rt.journal
-    journal.entries = deque(list(journal.entries))               # as format 2 kept them
-    monkeypatch.setattr(persistence, "VERSION", 2)
-    data = persistence.encode(server)
-    monkeypatch.undo()
-    assert data[21:25] == (2).to_bytes(4, "big")
-    state = persistence.decode(data, str(path), server.shared)
-    read = [box for box in state["sandboxes"] if box.rt.journal.next_id > 600][0].rt.journal
-    assert isinstance(read.entries, CallLog) and read.entries.blocks
-    assert [call.id for call in read.entries] == [call.id for call in journal.entries]
-    assert read.bytes < sum(call.size for call in journal.entries) / 3          # 88 of the 600 stay objects
-
-
 def test_a_block_holds_no_more_memory_than_the_bytes_it_counts():
     """The compressor's output keeps its whole work buffer (as large as the input) behind the few bytes it
     holds: a block keeps an exact copy instead. tracemalloc sees what was really allocated."""
     journal = Journal(10_000)
     _fill(journal, BLOCK)
     calls = list(journal.entries)
+    Block(calls)                # once before: Python's free lists of small tuples then serve the packing's own
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
@@ -183,8 +152,9 @@ def test_two_threads_pack_and_read_blocks_at_once():
     a compressor of its own (a shared one mixed up blocks that were packed at the same time)."""
     def calls(seed):
         rng = random.Random(seed)
-        return [Call(i, float(i), "GET", f"/t/{seed}", None, 200, 0.001, None, f"{seed}-{i}", None, b"[{},null]",
-                     bytes(rng.getrandbits(8) for _ in range(300)), None) for i in range(BLOCK)]
+        return [Call(id=i, at=float(i), method="GET", path=f"/t/{seed}", operation=None, status=200, duration=0.001,
+                     rule=None, request_id=f"{seed}-{i}", token=None, truncated=None, request=b"[{},null]",
+                     response=bytes(rng.getrandbits(8) for _ in range(300))) for i in range(BLOCK)]
     failures = []
 
     def work(seed):
@@ -202,22 +172,6 @@ def test_two_threads_pack_and_read_blocks_at_once():
     for thread in threads:
         thread.join()
     assert failures == []
-
-
-def test_calls_of_the_first_saved_format_lack_slots_and_are_still_packed():
-    """The first journals saved had no header or drift slots on their calls: packed with empty ones."""
-    old = []
-    for i in range(1, BLOCK + KEEP + 1):
-        call = Call.__new__(Call)
-        for name, value in (("id", i), ("at", float(i)), ("method", "GET"), ("path", "/organization"),
-                            ("operation", None), ("status", 200), ("duration", 0.001), ("rule", None),
-                            ("request_id", f"r{i}"), ("token", None), ("request", b"[{},null]"),
-                            ("response", b"{}"), ("truncated", None), ("size", 500)):
-            object.__setattr__(call, name, value)
-        old.append(call)
-    log = CallLog(old)
-    assert log.blocks and [call.request_id for call in log] == [f"r{i}" for i in range(1, BLOCK + KEEP + 1)]
-    assert next(iter(log)).response_headers() == [] and next(iter(log)).findings() is None
 
 
 def test_a_filter_unpacks_only_the_small_part_of_a_block():

@@ -112,8 +112,9 @@ class _Operation:
 
 def _record(journal, index, size=1000):
     """A call whose reply does not compress (each its own random bytes): what a byte bound is tested with."""
-    journal.record(journal.reserve(), float(index), "GET", "/organization", _Operation(), {}, {"h": "v"}, None,
-                   200, random.Random(index).randbytes(size), 0.001, None, f"r{index}", "admin")
+    journal.add(journal.reserve(), at=float(index), method="GET", path="/organization", operation=_Operation(),
+                query={}, headers={"h": "v"}, body=None, status=200, response=random.Random(index).randbytes(size),
+                duration=0.001, rule=None, request_id=f"r{index}", token="admin")
 
 
 def test_the_byte_budget_drops_the_oldest_calls_and_counts_them():

@@ -24,7 +24,7 @@ import yaml
 from conftest import ADMIN, ORG, ROOT, free_port, wait_for
 
 from mockserver.app import MockServer
-from mockserver.cli import main as cli
+from mockserver.cli import main
 
 FIXTURES = ROOT / "fixtures"
 FAST = ("--pace", "1000/1s", "--poll-interval", "0.05")
@@ -53,15 +53,15 @@ def served(monkeypatch):
     def serve(settings):
         started.append(settings)
         return 0
-    monkeypatch.setattr(cli, "serve", serve)
-    monkeypatch.setattr(cli, "use_allocator", lambda wanted: None)
+    monkeypatch.setattr(main, "serve", serve)
+    monkeypatch.setattr(main, "use_allocator", lambda wanted: None)
     return started
 
 
 def refused(capsys, argv, env=(), monkeypatch=None):
     for name, value in env:
         monkeypatch.setenv(name, value)
-    status = cli.main(argv)
+    status = main.main(argv)
     return status, capsys.readouterr().err
 
 
@@ -93,7 +93,7 @@ def test_non_finite_numbers_from_the_environment_are_refused(variable, value, se
 
 
 def test_finite_numbers_still_start(served, capsys):
-    assert cli.main(["serve", "--port", "18699", "--speed", "0.5", "--header-timeout", "1e3"]) == 0
+    assert main.main(["serve", "--port", "18699", "--speed", "0.5", "--header-timeout", "1e3"]) == 0
     assert served[0].speed == 0.5 and served[0].header_timeout == 1000.0
 
 
@@ -284,7 +284,7 @@ def test_parity_against_a_platform_that_refuses_the_token_could_not_run(status, 
                                    "message": f"{message} ({BAD_TOKEN})"})
     report = tmp_path / "report.json"
     try:
-        code = cli.main(["parity", "--upstream", upstream.url, *FAST, "--json", str(report)])
+        code = main.main(["parity", "--upstream", upstream.url, *FAST, "--json", str(report)])
     finally:
         upstream.stop()
     printed = capsys.readouterr()

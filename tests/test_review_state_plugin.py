@@ -24,7 +24,7 @@ import httpx
 import pytest
 from conftest import ADMIN, ORG, ROOT, LiveServer
 
-from mockserver.sandboxes import statefile as persistence
+from mockserver.sandboxes import statefile
 
 PROJECTS = f"/organization/{ORG}/project"
 
@@ -108,7 +108,7 @@ def test_at_most_three_worlds_are_set_aside_and_the_deleted_one_is_named(tmp_pat
         path.write_bytes(f"world {number}".encode())
         with caplog.at_level(logging.WARNING, logger="mockserver"):
             caplog.clear()
-            kept.append(persistence.set_aside(str(path)))
+            kept.append(statefile.set_aside(str(path)))
     assert kept == [f"{path}.previous"] * 4
     assert not path.exists()
     assert (tmp_path / "state.bin.previous").read_bytes() == b"world 4"
@@ -127,11 +127,11 @@ def test_a_gap_among_the_worlds_set_aside_is_filled_before_any_is_deleted(tmp_pa
     (tmp_path / "state.bin.previous.2").write_bytes(b"oldest")
     path.write_bytes(b"now")
     with caplog.at_level(logging.WARNING, logger="mockserver"):
-        assert persistence.set_aside(str(path)) == f"{path}.previous"
+        assert statefile.set_aside(str(path)) == f"{path}.previous"
     assert [(tmp_path / name).read_bytes() for name in ("state.bin.previous", "state.bin.previous.1",
                                                           "state.bin.previous.2")] == [b"now", b"newer", b"oldest"]
     assert not any("deleted" in record.getMessage() for record in caplog.records)
-    assert persistence.set_aside(str(path)) is None          # no file: nothing set aside, nothing moved
+    assert statefile.set_aside(str(path)) is None          # no file: nothing set aside, nothing moved
 
 
 # ---------------------------------------------------------------- the plugin at an unreachable URL

@@ -37,7 +37,7 @@ class Loader:
         if ident:
             self.rt.fake.pin(ident)
         token = Token(name="fixtures", value="", organization=org, scopes=["Admin"])
-        return HANDLERS[operation](Context(self.rt, org, token, params, {}, clean, self.now))
+        return HANDLERS[operation](Context(self.rt, org=org, token=token, params=params, body=clean, now=self.now))
 
     def load(self, organizations):
         self.rt.reserved_ids = frozenset(_ids(organizations))
@@ -140,8 +140,8 @@ class Loader:
         rt = self.rt
         earlier = self.started - 3600
         for entry in self.deployed:
-            ctx = Context(rt, entry.org, Token(name="fixtures", value="", organization=entry.org, scopes=["Admin"]),
-                          {}, {}, {}, earlier)
+            ctx = Context(rt, org=entry.org, now=earlier,
+                          token=Token(name="fixtures", value="", organization=entry.org, scopes=["Admin"]))
             commit = commits_of(rt, entry)[0] if repository_of(entry.data) else None
             rt.deployments.start(ctx, entry, "DEPLOY", commit)
         rt.lifecycle.pump(self.started)

@@ -4,7 +4,7 @@ Each sandbox's journal keeps its calls in a ring bounded by count (`--journal-si
 journals of a server share one memory budget in bytes (`--journal-memory`, a `Budget`). A call is
 kept compactly: the fields filters read (method, path, operation, status, rule, ...) as plain values,
 the query, headers and request body encoded as one JSON byte string, the reply as the bytes sent; all but
-the newest calls are packed in compressed blocks (calllog.py).
+the newest calls are packed in compressed blocks (calls/log.py).
 A request or reply body longer than `body_limit` bytes is kept cut, and the call says so
 (`truncated`). When the budget is exceeded, the journals holding most give up their oldest calls
 first (each down to a common level), so one busy sandbox cannot push out a quiet one's calls.
@@ -17,13 +17,12 @@ four characters), so nothing readable is kept. Rendering to JSON happens when ca
 import difflib
 import fnmatch
 import weakref
-from collections import deque
 from datetime import datetime
 from functools import lru_cache
 
 import orjson
 
-from mockserver.calls.log import Call, CallLog  # noqa: F401  (Call: journals saved by earlier versions name it here)
+from mockserver.calls.log import Call, CallLog
 from mockserver.core.clock import iso
 from mockserver.document.validation import SECRET_FIELDS, SECRET_MARKER
 
@@ -155,9 +154,6 @@ class Journal:
         """A journal read back (a copied world, a restored state file) counts in its server's budget."""
         for name, value in state.items():
             object.__setattr__(self, name, value)
-        if isinstance(self.entries, deque):      # kept by an earlier version: its calls packed as this one packs
-            self.entries = CallLog(self.entries)
-            self.bytes = self.entries.held()
         if self.budget is not None:
             self.budget.join(self)
 
@@ -172,8 +168,8 @@ class Journal:
         self.next_id += 1
         return ident
 
-    def record(self, ident, at, method, path, operation, query, headers, body, status, response, duration, rule,
-               request_id=None, token=None, reply_headers=(), drift=None):
+    def add(self, ident, *, at, method, path, operation, query, headers, body, status, response, duration, rule,
+            request_id=None, token=None, reply_headers=(), drift=None):
         """Store one call. `operation` is the matched Operation or None; `response` the body bytes;
         `token` the name of the caller's token (None when the call was not authenticated); `headers` the
         request's, already redacted (`name: value` lines, a dict or byte pairs); `reply_headers` the (name, value)
@@ -202,9 +198,10 @@ class Journal:
             response = bytes(memoryview(response))
         if request is not EMPTY_REQUEST:
             request = bytes(memoryview(request))
-        call = Call(ident, at, method, path, operation, status, duration, rule, request_id, token, request,
-                    response, truncated, b"\n".join(map(b": ".join, reply_headers)), header_lines(headers),
-                    None if drift is None else orjson.dumps(drift))
+        call = Call(id=ident, at=at, method=method, path=path, operation=operation, status=status, duration=duration,
+                    rule=rule, request_id=request_id, token=token, truncated=truncated, request=request,
+                    response=response, reply_headers=b"\n".join(map(b": ".join, reply_headers)),
+                    request_headers=header_lines(headers), drift=None if drift is None else orjson.dumps(drift))
         added = 0
         if len(self.entries) >= self.size:       # full: the oldest goes first (a journal of fewer than
             added -= self.entries.drop_oldest()  # BLOCK + KEEP calls then never packs)

@@ -15,6 +15,7 @@ the last of them goes, and a trim by bytes gives up whole blocks.
 import pickle
 import threading
 from collections import deque
+from operator import attrgetter
 
 import orjson
 import zstandard
@@ -38,41 +39,43 @@ def _codec():
     return codec
 
 
+HEADS = ("id", "at", "method", "path", "operation", "status", "duration", "rule", "request_id", "token",
+         "truncated")                               # what filters, counts and the inspector's rows read
+BODIES = ("request", "response", "reply_headers", "request_headers", "drift")    # the rest: read for a match
+FIELDS = HEADS + BODIES
+
+
 class Call:
-    """One journaled call. `request` is the JSON of [query, body]; `request_headers` and `reply_headers` the
-    headers as `name: value` lines; `response` the reply's bytes; `truncated` maps "body"/"response" to
-    the size sent when that part was kept cut; `drift` is None for a call the mock answered, and for a call
-    forwarded to the upstream (record.py) the JSON of its drift findings (drift.py), `[]` when none."""
+    """One journaled call, built by keyword (FIELDS). `request` is the JSON of [query, body]; `request_headers`
+    and `reply_headers` the headers as `name: value` lines; `response` the reply's bytes; `truncated` maps
+    "body"/"response" to the size sent when that part was kept cut; `drift` is None for a call the mock answered,
+    and for a call forwarded to the upstream (contract/proxy.py) the JSON of its drift findings, `[]` when none."""
 
-    __slots__ = ("id", "at", "method", "path", "operation", "status", "duration", "rule", "request_id", "token",
-                 "request", "request_headers", "response", "reply_headers", "truncated", "size", "drift")
+    __slots__ = (*FIELDS, "size")
 
-    def __init__(self, ident, at, method, path, operation, status, duration, rule, request_id, token, request,
-                 response, truncated, reply_headers=b"", request_headers=b"", drift=None):
-        self.id, self.at, self.method, self.path, self.operation = ident, at, method, path, operation
+    def __init__(self, *, id: int, at: float, method: str, path: str, operation, status: int, duration: float,
+                 rule: str | None, request_id: str | None, token: str | None, truncated: dict | None,
+                 request: bytes, response: bytes, reply_headers: bytes = b"", request_headers: bytes = b"",
+                 drift: bytes | None = None) -> None:
+        self.id, self.at, self.method, self.path, self.operation = id, at, method, path, operation
         self.status, self.duration, self.rule, self.request_id, self.token = status, duration, rule, request_id, token
         self.request, self.response, self.truncated = request, response, truncated
         self.request_headers, self.reply_headers = request_headers, reply_headers
         self.drift = drift
         self.size = self.measure()
 
-    def measure(self):
+    def measure(self) -> int:
         """The bytes the call is counted for, kept as an object."""
         return (OVERHEAD + len(self.path) + len(self.request) + len(self.request_headers) + len(self.response)
-                + len(self.reply_headers) + len(self.request_id or "") + len(getattr(self, "drift", None) or b""))
+                + len(self.reply_headers) + len(self.request_id or "") + len(self.drift or b""))
 
-    def row(self, operation):
-        """The call's fields as a tuple (the arguments of `Call`), its operation given as `operation`. Calls kept
-        by earlier versions may lack the headers and drift slots: they are packed without them."""
-        return (self.id, self.at, self.method, self.path, operation, self.status, self.duration, self.rule,
-                self.request_id, self.token, self.request, self.response, self.truncated,
-                getattr(self, "reply_headers", b""), getattr(self, "request_headers", b""),
-                getattr(self, "drift", None))
+    def fields(self) -> dict:
+        """The call's fields by name (what `Call(**fields)` takes)."""
+        return dict(zip(FIELDS, _fields(self), strict=True))
 
     def findings(self):
         """The drift findings of a forwarded call (a list), or None for a call the mock answered."""
-        drift = getattr(self, "drift", None)      # calls kept by an earlier version have no such slot set
-        return None if drift is None else orjson.loads(drift)
+        return None if self.drift is None else orjson.loads(self.drift)
 
     def parts(self):
         """(query, headers, body) as they were recorded (a cut body is the text kept)."""
@@ -99,9 +102,13 @@ def _lines(block):
     return [tuple(line.split(": ", 1)) for line in block.decode("latin-1").split("\n")]
 
 
-HEADS = ("id", "at", "method", "path", "operation", "status", "duration", "rule", "request_id", "token",
-         "truncated")                               # what filters, counts and the inspector's rows read
-BODIES = ("request", "response", "reply_headers", "request_headers", "drift")    # the rest: read for a match
+_fields, _heads, _bodies = attrgetter(*FIELDS), attrgetter(*HEADS), attrgetter(*BODIES)
+OPERATION = HEADS.index("operation")                # a packed head names its operation by index in its block
+
+
+def _restore(fields):
+    """A call kept apart from its block, read back (see PackedCall.__reduce__)."""
+    return Call(**fields)
 
 
 class Block:
@@ -113,11 +120,14 @@ class Block:
 
     def __init__(self, calls):
         operations = {}                          # id -> (index, operation), in the order first met
-        rows = [call.row(operations.setdefault(id(call.operation), (len(operations), call.operation))[0])
-                for call in calls]
+        heads = []
+        for call in calls:
+            head = list(_heads(call))
+            head[OPERATION] = operations.setdefault(id(call.operation), (len(operations), call.operation))[0]
+            heads.append(tuple(head))
         self.operations = tuple(operation for _, operation in operations.values())
-        self.heads = _pack([row[:10] + (row[12],) for row in rows])
-        self.bodies = _pack([(row[10], row[11], row[13], row[14], row[15]) for row in rows])
+        self.heads = _pack(heads)
+        self.bodies = _pack([_bodies(call) for call in calls])
         self.low = min(call.id for call in calls)
         self.high = max(call.id for call in calls)
         self.count, self.skip = len(calls), 0
@@ -129,11 +139,12 @@ class Block:
         operations, skip = self.operations, self.skip
         bodies = _Bodies(self.bodies, skip)
         calls = []
+        setter = object.__setattr__
         for index, head in enumerate(_unpack(self.heads)[skip:]):
             call = PackedCall.__new__(PackedCall)
-            (call.id, call.at, call.method, call.path, operation, call.status, call.duration, call.rule,
-             call.request_id, call.token, call.truncated) = head
-            call.operation, call.unpacked, call.place = operations[operation], bodies, index
+            for name, value in zip(HEADS, head, strict=True):
+                setter(call, name, value)
+            call.operation, call.unpacked, call.place = operations[head[OPERATION]], bodies, index
             calls.append(call)
         return calls
 
@@ -173,12 +184,12 @@ class PackedCall(Call):
             return self.size
         if name not in BODIES:
             raise AttributeError(name)
-        (self.request, self.response, self.reply_headers, self.request_headers,
-         self.drift) = self.unpacked.row(self.place)
+        for field, value in zip(BODIES, self.unpacked.row(self.place), strict=True):
+            object.__setattr__(self, field, value)
         return object.__getattribute__(self, name)
 
     def __reduce__(self):                        # kept apart from its block: as a whole Call
-        return Call, self.row(self.operation)
+        return _restore, (self.fields(),)
 
 
 class CallLog:

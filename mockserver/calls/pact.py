@@ -128,7 +128,7 @@ class History:
             for parent in dict.fromkeys(record.parents) if record.created is not None else ():
                 self.children.setdefault(parent, []).append(record)
 
-    def record(self, ident, word=None):
+    def of(self, ident, word=None):
         found = self.records.get(ident)
         if found is None:
             found = self.records[ident] = Record(ident, word)
@@ -141,16 +141,16 @@ class History:
         ids = path_ids(call.template, call.path)
         if operation.startswith(CREATES) and isinstance(reply, dict) and isinstance(reply.get("id"), str):
             word = call.template.rstrip("/").rsplit("/", 1)[-1]
-            made = self.record(reply["id"], noun(ids[-1][0] if word in ("override", "alias") else word))
+            made = self.of(reply["id"], noun(ids[-1][0] if word in ("override", "alias") else word))
             made.created, made.create = call.id, step(call, query, body)
             refs = [(noun(word), value) for word, value in ids] + body_ids(body)
             made.parents = [value for _, value in refs]
             for word, value in refs:
                 self.words.setdefault(value, word)
         elif operation.startswith("edit") and ids:
-            self.record(ids[-1][1], noun(ids[-1][0])).edits.append((call.id, step(call, query, body)))
+            self.of(ids[-1][1], noun(ids[-1][0])).edits.append((call.id, step(call, query, body)))
         elif operation.startswith("delete") and ids:
-            gone = self.record(ids[-1][1], noun(ids[-1][0]))
+            gone = self.of(ids[-1][1], noun(ids[-1][0]))
             gone.deleted, gone.delete = call.id, step(call, query, None)
         elif operation.startswith(ACTIONS) and ids:
             self.actions.setdefault(ids[-1][1], []).append(call.id)

@@ -231,7 +231,7 @@ OPTIONS = (
            "after them either way (default 5)", "SECONDS"),
     Option("--fresh", ("MOCKSERVER_FRESH",), flag, False, "start from the fixtures even when the state file "
            "holds a world (the file is kept as PATH.previous; default off; the variable: 1/true/yes/on)"),
-    # ---- the recording proxy (record.py) and the parity run (parity.py)
+    # ---- the recording proxy (contract/proxy.py) and the parity run (contract/parity.py)
     Option("--upstream", ("MOCKSERVER_UPSTREAM",), url, None, "base URL of the real platform: API requests are "
            "forwarded there and recorded (record; serve too), or the flow runs there (parity)", "URL",
            ("serve", "parity")),
@@ -501,7 +501,7 @@ def main(argv=None):
 
 
 def use_allocator(wanted):
-    """Run under the allocator asked for (allocator.py): Python reads PYTHONMALLOC and the loader LD_PRELOAD
+    """Run under the allocator asked for (process/allocator.py): Python reads PYTHONMALLOC and the loader LD_PRELOAD
     only at start, so the process replaces itself once (same pid, same arguments) with them set; nothing
     happens when they already say so. Exit 2 when the allocator asked for is not installed."""
     try:
@@ -551,7 +551,7 @@ def export(args):
 
 
 def guarded_protocol(settings):
-    """uvicorn's protocol with the limits below HTTP (connections.py); the open-file limit raised first, and
+    """uvicorn's protocol with the limits below HTTP (process/connections.py); the open-file limit raised first, and
     --max-connections lowered (and said so) when that limit cannot hold them."""
     from mockserver.process.connections import Limits, connection_budget, protocol, raise_fd_limit
     fd_limit = raise_fd_limit()
@@ -590,7 +590,7 @@ def serve(settings):
     import uvicorn
 
     from mockserver.process.collector import Collector
-    server.collector = Collector()            # collections walk only what is young (collector.py)
+    server.collector = Collector()            # collections walk only what is young (process/collector.py)
     server.collector.install()
     server.shared.settle = server.collector.settle
     # no Server header (the platform names no server); a recording proxy sends the upstream's headers as they

@@ -1,4 +1,4 @@
-"""The flows a parity run walks (parity.py): the built-in one, or one replayed from a file.
+"""The flows a parity run walks (contract/parity.py): the built-in one, or one replayed from a file.
 
 A flow is a list of `Step`s. The built-in flow (`BUILT_IN`) is a table: it reads what exists
 (the organization, its clusters, the first project, environment, application and registry it
@@ -6,7 +6,7 @@ lists), then, when writes are allowed, walks the spec's operations in the order 
 them: create a project, an environment, an application, variables (an override among them) and a
 secret, deploy and poll to the end, then a database, a registry, a labels group and a webhook;
 two calls that must fail show the error body. Everything it creates is deleted at the end, in
-reverse order (parity.py), through the delete operation the document links to each create.
+reverse order (contract/parity.py), through the delete operation the document links to each create.
 
 Paths and bodies hold `{name}` placeholders: ids a step saved (`save`: the id of the record a
 reply is; `pick`: the id of the first record a list shows, the record of the same name on the

@@ -4,7 +4,7 @@
 version of each, by id), forgets those a DELETE removed, and notes the services a status read showed
 DEPLOYED. `Harvest.document(spec)` puts them into a fresh world the way fixtures load (through the
 handlers, parents before children, overrides and aliases last), then writes that world with
-export.py: the fixture format, the fields each record's create request declares, loading back with
+world/export.py: the fixture format, the fields each record's create request declares, loading back with
 `mockserver serve --fixtures DIR` and passing `mockserver check`. A record the mock's rules refuse is
 left out and named in the document's head, with the reason.
 

@@ -1,7 +1,7 @@
 """`mockserver parity`: one flow against the platform and against a fresh sandbox of the mock, compared
 call by call.
 
-Each step of the flow (flows.py) is sent to the platform (the upstream), then to the mock, and the two
+Each step of the flow (contract/flows.py) is sent to the platform (the upstream), then to the mock, and the two
 replies are compared: the status, the reply's fields by JSON path (drift.against_reply), the enum values
 the document does not know, the headers that matter, the error body, and for a status read polled
 until a state shows, the sequence of states each side went through (the platform's, seen at its
@@ -646,8 +646,8 @@ def in_process(config, build_mock):
     """A mock built here from the fixtures by `build_mock(settings)` (the command line gives the ASGI app's
     class), answered through an in-process client."""
     from mockserver.core.errors import problems_of
-    from mockserver.world.fixtures import folder_problem
     from mockserver.core.settings import Settings, default_fixtures
+    from mockserver.world.fixtures import folder_problem
     fixtures = Path(config.fixtures) if config.fixtures else default_fixtures()
     if folder_problem(fixtures):
         raise Stop(folder_problem(fixtures))

@@ -5,7 +5,7 @@ protocol that makes a pact's states true in a verification sandbox.
     POST /_mock/provider-states      {"state": ..., "params": {...}, "action": "setup"|"teardown"}
 
 The second is what a Pact verifier calls before each interaction (its state-change URL). The states are
-the ones pact.py writes:
+the ones calls/pact.py writes:
 
 - `the platform starts from {source}`: the sandbox is reset to where it started (`fixtures`, `options`),
   or the named snapshot (`snapshot NAME`) or the start world (`fixtures`) is restored into it;
@@ -200,8 +200,8 @@ def replay(server, rt, call, pin=None, effects=None):
     if pin:
         rt.fake.pin(pin)
     try:
-        HANDLERS[operation.operation_id](Context(rt, org, token, values, query, body if body is not None else {},
-                                                 rt.clock.now(), effects=effects))
+        HANDLERS[operation.operation_id](Context(rt, org=org, token=token, params=values, query=query, body=body,
+                                                 now=rt.clock.now(), effects=effects))
     except ApiError as error:
         raise ApiError(400, f"state step {operation.operation_id} {method} {path[:200]} failed: {error.message}") \
             from None

@@ -10,7 +10,7 @@ is answered by the mock itself (hybrid). After the reply is sent, the exchange i
   the reply; the findings are its drift;
 - journaled as a normal call with its drift (`drift` in `GET /_mock/calls`, shown by the inspector),
   redacted as every call is, and secret fields of the reply masked too;
-- kept for the HAR file (`--har FILE`) and the fixtures (`--fixtures-out DIR`, harvest.py), both
+- kept for the HAR file (`--har FILE`) and the fixtures (`--fixtures-out DIR`, contract/harvest.py), both
   written when the recorder stops (Ctrl-C, SIGTERM).
 
 An upstream that cannot be reached is a 502 (504 when it does not answer in `--upstream-timeout`
@@ -157,7 +157,7 @@ class Recorder:
             findings = [drift.finding("upstream", "request", error.message)]
         await send({"type": "http.response.start", "status": status, "headers": sent_headers})
         await send({"type": "http.response.body", "body": raw})
-        exchange = Exchange(method, path, scope, headers, body, status, sent_headers, raw)
+        exchange = Forwarded(method, path, scope, headers, body, status, sent_headers, raw)
         try:
             call = self._record(rt, ident, exchange, time.perf_counter() - started, findings)
         except Exception:                         # the caller has its reply; a fault here must not cost more
@@ -213,10 +213,12 @@ class Recorder:
                                       exchange.status, exchange.reply_headers(), reply)
             if self.harvest is not None and isinstance(reply, dict):
                 self.harvest.take(operation, params, exchange.status, mask(reply, secret))
-        rt.journal.record(ident, rt.clock.now(), exchange.method, exchange.path, operation, exchange.query,
-                          exchange.journal_headers(), exchange.journal_body(request, secret), exchange.status,
-                          exchange.journal_reply(reply, secret), elapsed, None, exchange.request_id(), None,
-                          exchange.journal_reply_headers(), drift=findings)
+        rt.journal.add(ident, at=rt.clock.now(), method=exchange.method, path=exchange.path, operation=operation,
+                       query=exchange.query, headers=exchange.journal_headers(),
+                       body=exchange.journal_body(request, secret), status=exchange.status,
+                       response=exchange.journal_reply(reply, secret), duration=elapsed, rule=None,
+                       request_id=exchange.request_id(), token=None, reply_headers=exchange.journal_reply_headers(),
+                       drift=findings)
         call = rt.journal.newest()
         if self.calls is not None:
             self.calls.append(call)
@@ -260,7 +262,7 @@ class Recorder:
         _say(line)
 
 
-class Exchange:
+class Forwarded:
     """One forwarded exchange, as the journal and the checks read it."""
 
     def __init__(self, method, path, scope, headers, body, status, reply_headers, raw):

@@ -1,4 +1,4 @@
-"""Reports of a parity run (parity.py): one row per operation of the document, the allow-list of known
+"""Reports of a parity run (contract/parity.py): one row per operation of the document, the allow-list of known
 differences, and the report as JSON, Markdown and JUnit XML.
 
 A row is `agree` (every call of the operation answered alike), `drift` (what differs: each finding with

@@ -12,7 +12,7 @@ that sandbox. The routes here give it what the rest of the control API does not:
                                        clusters, registries, webhooks, with counts
     POST /_mock/scenarios              activate a YAML scenario under the name it declares
 
-The route functions sit in control.py's route table; they reach the world of the request's
+The route functions sit in control/routes.py's route table; they reach the world of the request's
 sandbox through `runtime_of(request)` only.
 """
 
@@ -144,12 +144,13 @@ def timeline(request, now, until):
 
 
 # ------------------------------------------------------------ state tree
-def record(entry):
+def shown(entry):
+    """A record of the store as the inspector shows it: its secrets redacted."""
     return redact_body(entry.data, False)
 
 
 def node(store, table, entry):
-    out = {"id": entry.id, "name": entry.data.get("name"), "record": record(entry)}
+    out = {"id": entry.id, "name": entry.data.get("name"), "record": shown(entry)}
     for child in TREE.get(table, ()):
         out[child] = [node(store, child, item) for item in store.tables[child].under(entry.id)]
     if table == "services":
@@ -157,7 +158,7 @@ def node(store, table, entry):
     return out
 
 
-# ------------------------------------------------------------ the routes (in control.py's table)
+# ------------------------------------------------------------ the routes (in control/routes.py's table)
 def runtime_of(request):
     """The world of the request's sandbox (chosen in app.py): every read of the inspector goes through here."""
     return request.scope["mock.runtime"]

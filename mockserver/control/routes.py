@@ -5,7 +5,7 @@ Outside the documented API: no API token, no rate limit, not journaled (with
 small document, `/_mock/openapi.json`. Each route takes the request and reads what it needs
 from it: the server (`server(request)`), the world of the request's sandbox (`world(request)`,
 chosen in app.py) or the sandbox itself. Health, sandboxes and snapshots are global.
-The inspector's routes (functions of inspector.py) are in the same table.
+The inspector's routes (functions of control/inspector.py) are in the same table.
 """
 
 import asyncio
@@ -23,7 +23,7 @@ from starlette.routing import Route
 
 from mockserver.calls.coverage import coverage
 from mockserver.calls.journal import FILTERS, filter_problems, mismatches
-from mockserver.contract import provider as contracts
+from mockserver.contract import provider
 from mockserver.control import inspector
 from mockserver.core.clock import MAX_SECONDS, iso
 from mockserver.core.errors import ApiError, invalid
@@ -32,7 +32,7 @@ from mockserver.document.spec import CONTROL_DOCUMENT
 from mockserver.edge import bodies, jsonbody
 from mockserver.edge.cors import cross_origin
 from mockserver.process import allocator
-from mockserver.sandboxes import options as sandbox_options
+from mockserver.sandboxes import options
 from mockserver.sandboxes.sandbox import DEFAULT, check_name
 from mockserver.world.auth import GRANTS, Token, mint_jwt
 from mockserver.world.export import export_fixtures
@@ -202,16 +202,16 @@ async def calls(request):
 
 
 async def export_calls(request):
-    """The calls matching the filters as a pact or a HAR log (contracts.py)."""
+    """The calls matching the filters as a pact or a HAR log (contract/provider.py)."""
     params = dict(request.query_params)
-    options = {name: params.pop(name) for name in contracts.OPTIONS if name in params}
+    chosen = {name: params.pop(name) for name in provider.OPTIONS if name in params}
     wanted = filters(request, params)
     box, journal = sandbox(request), world(request).journal
     limit = params.get("limit")
     if limit is not None and not limit.isdigit():
         raise ApiError(400, "query.limit: must be a whole number")
     found = journal.select(wanted) if limit is None else journal.latest(wanted, int(limit))
-    return reply(contracts.export(server(request), box, found, options, contracts.base_url(request, box)))
+    return reply(provider.export(server(request), box, found, chosen, provider.base_url(request, box)))
 
 
 async def provider_states(request):
@@ -220,7 +220,7 @@ async def provider_states(request):
     if not body:                                # a verifier told not to send a body uses the query string
         query = dict(request.query_params)
         body = {"state": query.pop("state", ""), "action": query.pop("action", "setup"), "params": query}
-    return reply(contracts.change(server(request), sandbox(request), body))
+    return reply(provider.change(server(request), sandbox(request), body))
 
 
 async def calls_coverage(request):
@@ -378,11 +378,11 @@ async def delete_sandbox(request):
 async def put_sandbox(request):
     name, boxes = check_name(request.path_params["name"]), server(request).sandboxes
     existed = name in boxes.live
-    options = sandbox_options.check(await json_body(request, required=False))
+    chosen = options.check(await json_body(request, required=False))
     fixtures = None
-    if "fixtures" in options:                  # files are read in a thread: the event loop never waits on a disk
-        fixtures = await asyncio.to_thread(sandbox_options.read_folder, options["fixtures"], server(request).spec)
-    box = boxes.create(name, options, replace=True, fixtures=fixtures)
+    if "fixtures" in chosen:                   # files are read in a thread: the event loop never waits on a disk
+        fixtures = await asyncio.to_thread(options.read_folder, chosen["fixtures"], server(request).spec)
+    box = boxes.create(name, chosen, replace=True, fixtures=fixtures)
     return reply(box.describe(), 200 if existed else 201)
 
 

@@ -39,7 +39,7 @@ class Settings:
     sleep_after: float = 30.0             # seconds idle before a quiet sandbox's world is kept compressed (0: never)
     control_token: str | None = None      # set: every /_mock route but health needs Bearer <token>
     replica_name: str | None = None       # set: replies carry X-Mock-Replica and health names it
-    allocator: str = "auto"               # of `mockserver serve` (allocator.py): auto, jemalloc, malloc or pymalloc
+    allocator: str = "auto"               # of `mockserver serve` (process/allocator.py): auto, jemalloc, malloc or pymalloc
     state_file: str | None = None         # set: sandboxes and snapshots kept there across restarts
     save_interval: float = 5.0            # seconds between saves of the state file (when something changed)
     fresh: bool = False                   # start from the fixtures even when the state file holds a world
@@ -52,7 +52,7 @@ class Settings:
     cors_origins: str = "local"           # local, *, a comma-separated list of origins (and local, *), or off
     access_log: bool = False
     log_format: str = "text"              # of the access log: text or json
-    upstream: str | None = None           # set: API requests are forwarded there and recorded (record.py)
+    upstream: str | None = None           # set: API requests are forwarded there and recorded (contract/proxy.py)
     upstream_timeout: float = 30.0        # seconds the upstream may take to answer a forwarded request
     only: list = field(default_factory=list)      # path globs forwarded (none: every API path)
     excluded: list = field(default_factory=list)  # path globs answered by the mock instead (--except)

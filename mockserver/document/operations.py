@@ -1,7 +1,7 @@
 """The operation table of the API document: one row per operation.
 
 A row is `Op(method, path, operation_id, scope, status, response, request, ...)`.
-`scope` is the token scope the operation needs (read, write or deploy, see auth.py);
+`scope` is the token scope the operation needs (read, write or deploy, see world/auth.py);
 `status` the success status (docs/decisions.md, "Status codes": 200 read, 201 create, 202 work that
 goes on after the reply, 204 delete). Service kinds and variable levels are rows
 generated from small tables so that every kind gets the same operations.

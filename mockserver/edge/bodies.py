@@ -3,7 +3,7 @@ control API's (`read`, from a Starlette request).
 
 A body past its bound is refused as soon as the bound is crossed: it is never buffered whole.
 JSON bodies are bounded by `--max-body` (a 413, as on the API); a scenario document by the bound
-of scenario documents (yamlbound.py; a 400, as for a scenario file past it).
+of scenario documents (core/yamlbound.py; a 400, as for a scenario file past it).
 """
 
 from starlette.requests import ClientDisconnect

@@ -1,6 +1,6 @@
 """Faults below HTTP: how a reply shaped by a scenario rule leaves the server.
 
-A rule's effect may ask for one of these (scenarios.py checks them; app.py hands the reply here
+A rule's effect may ask for one of these (world/scenarios.py checks them; app.py hands the reply here
 instead of sending it itself):
 
 - `truncate: {fraction: 0.5}` or `{bytes: N}`: a valid status line and headers announcing the whole
@@ -14,7 +14,7 @@ instead of sending it itself):
   much of the body, then a TCP reset (RST, not an orderly close), the way a crashed peer or a
   middlebox ends a connection.
 
-The connection is reached through the transport uvicorn's protocol (connections.py) keeps on the
+The connection is reached through the transport uvicorn's protocol (process/connections.py) keeps on the
 request's receive callable. Without one (an in-process test client) a cut cannot happen; the call
 then fails with ConnectionAbortedError, as a dropped connection does.
 """

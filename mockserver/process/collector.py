@@ -2,7 +2,7 @@
 
 A full collection walks every tracked object of the process; with hundreds of sandboxes that is
 hundreds of thousands of objects and a pause of hundreds of milliseconds. It is not needed for the
-worlds: they hold no reference cycle (runtime.py), so a retired world is freed by reference counting
+worlds: they hold no reference cycle (world/runtime.py), so a retired world is freed by reference counting
 the moment the last reference goes. So, once a second, the young generations are collected (that
 frees the young cycles other code makes, in proportion to what is young) and every survivor is moved
 to the permanent generation (`gc.freeze()`, which costs nothing), where collections no longer walk it.
@@ -13,7 +13,7 @@ soon as nothing refers to them; only a cycle formed among objects older than a s
 and the bench (bench/fleet.py) and tests/test_fleet_memory.py check that serving leaves none.
 
 When much memory was let go (sandboxes deleted, journals trimmed), `release()` asks the allocator
-(allocator.py) to hand free pages back to the system, at most once a second, so that the resident
+(process/allocator.py) to hand free pages back to the system, at most once a second, so that the resident
 size follows. A hand-back while journals are trimmed takes 0.3-2.7 ms (measured under both allocators
 with 50 busy sandboxes; 21-28 ms right after they were all deleted); once a second rather than every
 5 s keeps the resident size 6-9 MiB lower at the same CPU per request.

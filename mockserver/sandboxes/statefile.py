@@ -45,8 +45,8 @@ from mockserver.world.frozen import dumps, loads
 
 log = logging.getLogger("mockserver")
 MAGIC = b"IDP-MOCKSERVER-STATE\n"
-VERSION = 3                                # 3: journals keep older calls packed (calllog.py)
-READS = (2, 3)                             # 2 is read too: its journals are packed as they are read
+VERSION = 4                                # 4: modules moved into groups (the saved classes' paths changed)
+READS = (VERSION,)                         # a state file of an earlier format is refused in one line
 HEADER = struct.Struct(">I16s32sQ")        # format version, mockserver version, HMAC-SHA256, payload length
 SIGNED = struct.Struct(">I16sQ")           # what of the header the code covers (with the magic and payload)
 KEY_BYTES = 32

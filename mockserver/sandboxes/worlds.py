@@ -1,10 +1,10 @@
 """The worlds one server keeps: the start world, its sandboxes and snapshots, and their upkeep.
 
-`Server` builds the start world once from the fixtures (through the handlers), freezes it, and
-makes every sandbox by copying those bytes (sandboxes.py, sandbox_options.py). It resets,
-restores and retires worlds, restores and saves the state file (persistence.py), and runs the
+`Worlds` builds the start world once from the fixtures (through the handlers), freezes it, and
+makes every sandbox by copying those bytes (sandboxes/sandbox.py, sandboxes/options.py). It resets,
+restores and retires worlds, restores and saves the state file (sandboxes/statefile.py), and runs the
 background loop that applies what fell due on each awake world's clock, expires and puts to
-sleep idle sandboxes and keeps the collector's policy (collector.py). How a request is answered
+sleep idle sandboxes and keeps the collector's policy (process/collector.py). How a request is answered
 is app.py's business: `app.MockServer` is this server with its request path.
 """
 
@@ -30,7 +30,7 @@ TICK = 0.05                                     # seconds between two rounds of 
 BURY_SECONDS = 0.005                            # time a call or a round of the loop may spend freeing worlds
 
 
-class Server:
+class Worlds:
     def __init__(self, settings=None, spec=None, clock=None, wall=time.time):
         self.settings = settings or Settings()
         self.spec = spec or Spec.load()
@@ -52,7 +52,7 @@ class Server:
         self.sandboxes = Sandboxes(self.make_sandbox, self.settings.max_sandboxes, self.settings.sandbox_ttl, wall,
                                    forget=self.forget, sleep_after=self.settings.sleep_after or None)
         self.sandboxes.create(DEFAULT)
-        self.collector = None                  # the process's collector policy (collector.py), set by `serve`
+        self.collector = None                  # the process's collector policy (process/collector.py), set by `serve`
         self.saver = None
         self.loaded = {"from": "fixtures", "fixtures": str(self.settings.fixtures)}   # what the start line says
         if self.settings.state_file:

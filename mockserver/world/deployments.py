@@ -1,6 +1,6 @@
 """Deployments of services and clusters, read from the lifecycle at the clock's time.
 
-This module turns `lifecycle.Request`s into what the API shows (service status, the
+This module turns `lifecycle.DeploymentRequest`s into what the API shows (service status, the
 environment's queue, deployment history, logs, cluster status) and applies the
 durable effects of a request's end (deployed commit, cluster version, data removed by
 an uninstall). Starting an action checks the conflicts the platform refuses (409).
@@ -10,7 +10,7 @@ import math
 
 from mockserver.core.clock import iso
 from mockserver.core.errors import conflict
-from mockserver.world.lifecycle import ACTIONS, QUEUE_DELAY, Request, plan
+from mockserver.world.lifecycle import ACTIONS, QUEUE_DELAY, DeploymentRequest, plan
 
 K8S_VERSIONS = ["1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34"]
 ICONS = {"APPLICATION": "application", "CONTAINER": "container", "DATABASE": "database", "JOB": "job",
@@ -84,7 +84,7 @@ class Deployments:
     def _request(self, ctx, target, queue, action, service_type, name, source=None):
         effects = ctx.effects.get("deployment", {})
         steps = plan(action, service_type, self.rt.settings.speed, effects.get("durations"), source)
-        request = Request(id=self.rt.new_id(), target=target, org=ctx.org, queue=queue, action=action,
+        request = DeploymentRequest(id=self.rt.new_id(), target=target, org=ctx.org, queue=queue, action=action,
                           service_type=service_type, name=name, created_at=ctx.now, steps=steps, call_id=ctx.call_id,
                           triggered_by=ctx.token.name if ctx.token else "fixtures")
         if effects.get("reads"):
@@ -151,7 +151,7 @@ class Deployments:
                    execution_id=request.execution_id)
         return out
 
-    def record(self, request, entry, now):
+    def accepted(self, request, entry, now):
         """The reply of deploy/redeploy/stop/restart: the request and the service's status."""
         status = self.status(entry, now)
         out = {"id": request.id, "status": "QUEUED", "service_id": entry.id, "created_at": iso(request.created_at),

@@ -5,8 +5,8 @@ keys (an organization whose id appears in several files is one organization: its
 joined in file order), and checks each entry against the request schema of the API operation that would
 create it; every problem is reported (file, entry and message) before anything loads. Only
 regular files are read (a FIFO or a device would block or never end), at most 64 MiB for the
-whole folder, each document within the bounds of yamlbound.py (depth, aliases).
-`handlers/fixtures.py` then creates the records through the same handlers as API calls, so
+whole folder, each document within the bounds of core/yamlbound.py (depth, aliases).
+`api/replay.py` then creates the records through the same handlers as API calls, so
 the platform's rules (unique names, registry kinds, variable scopes) hold.
 """
 

@@ -34,7 +34,7 @@ class Shared:
         self.by_id = {id(obj): key for key, obj in self.by_key.items()}
         self.plain = {}                         # class -> rebuilt attribute by attribute (see set_attributes)
         # called after every world read back (made, woken, reset, restored): the serving process's collector
-        # sets it so that the thousands of objects of a new world are never walked by a collection (collector.py)
+        # sets it so that the thousands of objects of a new world are never walked by a collection (process/collector.py)
         self.settle = _nothing
         self.dispatch = copyreg.dispatch_table.copy()
         for obj in self.by_key.values():
@@ -67,12 +67,7 @@ def _plain(cls, dispatch):
 
 def set_attributes(obj, state):
     """Rebuild an object by setting its attributes (pickle's default fills its `__dict__` instead, which
-    leaves the object with a dict of its own: every attribute read of the world was then 2-4x slower).
-    A class that has since gained a `__setstate__` (one saved as plain before) reads its state that way."""
-    setstate = getattr(type(obj), "__setstate__", None)
-    if setstate is not None:
-        setstate(obj, state)
-        return
+    leaves the object with a dict of its own: every attribute read of the world was then slower)."""
     for name, value in state.items():
         object.__setattr__(obj, name, value)
 

@@ -1,6 +1,6 @@
 """Deployment state progressions, as data tables evaluated against the clock.
 
-A deploy, stop, restart, delete, uninstall or cluster upgrade is a `Request` with a
+A deploy, stop, restart, delete, uninstall or cluster upgrade is a `DeploymentRequest` with a
 plan of steps (name, state while it runs, duration). A request a scenario drives by status
 reads (`by_reads`) ignores the durations: each read of its target's status moves it on
 (`Lifecycle.read`), and its start and end become due at the reads that reach them. Requests of one environment (or
@@ -61,7 +61,7 @@ def _details(steps, done, failed):
 
 
 @dataclass(eq=False, slots=True)
-class Request:
+class DeploymentRequest:
     id: str
     target: str                 # service or cluster id
     org: str                    # organization of the target
@@ -93,15 +93,6 @@ class Request:
     position: int = 0               # 0 queued, k running step k (1-based), last + 1 ended
     ended_at: float | None = None
     marks: dict = field(default_factory=dict)   # position -> clock time of the read that reached it
-
-    def __setstate__(self, state):
-        """A request read back: pickle's (None, slots) or, from a world saved before requests had slots,
-        the attribute dict."""
-        if isinstance(state, tuple):
-            state = {**(state[0] or {}), **state[1]}
-        for name, value in state.items():
-            object.__setattr__(self, name, value)
-        self.steps = tuple(self.steps)            # a list before plans were shared
 
     @property
     def end(self):
@@ -240,10 +231,10 @@ class Lifecycle:
     again with the new time; the old one is skipped when it comes up."""
 
     def __init__(self, on_event=None, on_end=None):
-        self.queues = {}                       # queue id -> [Request] not finished, in order
-        self.by_target = {}                    # target id -> [Request] all, in order
-        self.active = {}                       # Request -> None: not finished, in order of submission
-        self.due = []                          # heap of (time, 0 start | 1 end, order, Request)
+        self.queues = {}                       # queue id -> [DeploymentRequest] not finished, in order
+        self.by_target = {}                    # target id -> [DeploymentRequest] all, in order
+        self.active = {}                       # DeploymentRequest -> None: not finished, in order of submission
+        self.due = []                          # heap of (time, 0 start | 1 end, order, DeploymentRequest)
         self.order = 0
         self.on_event = on_event or (lambda event, request, at: None)
         self.on_end = on_end or (lambda request, success: None)

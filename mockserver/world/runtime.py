@@ -3,8 +3,8 @@ windows, deployment queues, the call journal, webhooks and their deliveries, the
 scenarios with their counters, the seeded source of fake data and the clock.
 
 `Runtime(settings, clock, scenarios, budget)` is the full description of an empty world;
-`handlers.fixtures.fresh_world` fills one with what the fixtures describe. Worlds are copied and saved whole
-(world.py). Nothing here imports the web stack or knows that other worlds exist.
+`api.replay.fresh_world` fills one with what the fixtures describe. Worlds are copied and saved whole
+(world/frozen.py). Nothing here imports the web stack or knows that other worlds exist.
 """
 
 import uuid as uuidlib
@@ -26,8 +26,9 @@ class Context:
 
     __slots__ = ("rt", "org", "token", "params", "query", "body", "now", "call_id", "effects")
 
-    def __init__(self, rt, org, token=None, params=None, query=None, body=None, now=None, call_id=None,
-                 effects=None):
+    def __init__(self, rt, *, org: str, token: Token | None = None, params: dict | None = None,
+                 query: dict | None = None, body=None, now: float | None = None, call_id: int | None = None,
+                 effects: dict | None = None) -> None:
         self.rt = rt
         self.org = org
         self.token = token

@@ -13,7 +13,7 @@ latency, drop the connection, make the deployment the call starts fail or stall 
 other step durations, exhaust the caller's rate limit, make webhook deliveries fail.
 The first active rule that matches a call fires. A file is checked whole before it is
 activated; a broken one is refused with its file, line and problem and never half-loads. A document
-is bounded (yamlbound.py): 1 MiB, 64 levels deep, and aliases adding at most 100,000 nodes.
+is bounded (core/yamlbound.py): 1 MiB, 64 levels deep, and aliases adding at most 100,000 nodes.
 """
 
 import asyncio

@@ -4,9 +4,8 @@ A handler takes a `Context` and returns the reply body (the status is the operat
 documented success status); it raises `ApiError` for anything else.
 """
 
-from mockserver.api.handlers import history as deployments
-from mockserver.api.handlers import organization, platform, services, variables
+from mockserver.api.handlers import history, organization, platform, services, variables
 
-HANDLERS = {**organization.HANDLERS, **services.HANDLERS, **deployments.HANDLERS, **variables.HANDLERS,
+HANDLERS = {**organization.HANDLERS, **services.HANDLERS, **history.HANDLERS, **variables.HANDLERS,
             **platform.HANDLERS}
 PRECHECKS = platform.PRECHECKS

@@ -1,7 +1,7 @@
 """The six service kinds: create, list, read, edit, delete, and their deployment actions.
 
 Every kind gets the same operations from one table (`KINDS`); what differs is how a
-record is built from its create payload (`BUILDERS`) and how it deploys (lifecycle.py).
+record is built from its create payload (`BUILDERS`) and how it deploys (world/lifecycle.py).
 """
 
 from urllib.parse import urlsplit
@@ -355,7 +355,7 @@ def action(verb):
         if verb in ("deploy", "redeploy") and repository_of(entry.data):
             commit = _commit(ctx, entry, verb)
         request = rt.deployments.start(ctx, entry, "DEPLOY" if verb == "redeploy" else verb.upper(), commit)
-        return rt.deployments.record(request, entry, ctx.now)
+        return rt.deployments.accepted(request, entry, ctx.now)
     return handler
 
 
