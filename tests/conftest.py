@@ -59,7 +59,7 @@ def make_server(spec):
 
     yield make
     for server in servers:
-        assert server.violations == [], "replies that break the API document:\n" + "\n".join(server.violations)
+        assert server.pipeline.violations == [], "replies that break the API document:\n" + "\n".join(server.pipeline.violations)
 
 
 @pytest.fixture

@@ -60,7 +60,7 @@ def test_a_call_that_ended_in_a_500_is_journaled(client, monkeypatch):
     def broken(ctx):
         raise RuntimeError("a bug")
     monkeypatch.setitem(handlers.HANDLERS, "getOrganization", broken)
-    monkeypatch.setattr("mockserver.app.HANDLERS", handlers.HANDLERS)
+    monkeypatch.setattr("mockserver.api.pipeline.HANDLERS", handlers.HANDLERS)
     reply = client.get("/organization", headers={"X-Request-Id": "the-500"})
     assert reply.json() == {"status": 500, "error": "Internal Server Error", "message": "internal error: RuntimeError"}
     call = client.get("/_mock/calls", params={"request_id": "the-500"}).json()["results"]

@@ -32,9 +32,9 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", APP, config=CONFIG)
 @pytest.fixture(autouse=True)
 def self_check():
     """Besides schemathesis' checks, the mock's own check of every reply against the document."""
-    APP.violations.clear()
+    APP.pipeline.violations.clear()
     yield
-    assert APP.violations == [], "\n".join(APP.violations)
+    assert APP.pipeline.violations == [], "\n".join(APP.pipeline.violations)
 
 
 @schema.parametrize()

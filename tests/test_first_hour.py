@@ -11,7 +11,7 @@ import sys
 
 import httpx
 import pytest
-from conftest import ADMIN, APP, CONTAINER, ORG, ROOT, LiveServer, free_port
+from conftest import ADMIN, APP, CONTAINER, ORG, ROOT, free_port
 
 SKIPPED = 77
 
@@ -76,7 +76,7 @@ def test_the_home_page_hides_the_tokens_of_a_mock_with_a_control_token(live_serv
 def test_the_start_line_prints_the_urls_to_open_and_each_answers(live_server):
     server = live_server("--clock", "manual")
     lines = start_lines(server)
-    assert lines[0].startswith(f"mockserver ") and f"on {server.url}" in lines[0]
+    assert lines[0].startswith("mockserver ") and f"on {server.url}" in lines[0]
     assert any(line.strip() == f"world        the fixtures in {ROOT / 'fixtures'}" for line in lines)
     urls = {line.split()[-1] for line in lines[2:]}
     assert urls == {f"{server.url}/", f"{server.url}/_mock/ui", f"{server.url}/openapi.json",

@@ -20,7 +20,6 @@ import json
 import socket
 import time
 
-import pytest
 from control_routes import CONTROL_REQUESTS, CONTROL_TEMPLATES
 from test_examples_reach import example_request
 

@@ -219,7 +219,7 @@ def test_since_the_time_of_an_entry_includes_that_entry(spec):
         http.get("/organization")
         entry = only_entry(http)
         assert [e["id"] for e in entries(http, since=entry["time"])] == [entry["id"]]
-    assert server.violations == []
+    assert server.pipeline.violations == []
 
 
 def test_unknown_filter_is_400(client):

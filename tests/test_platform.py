@@ -91,8 +91,8 @@ def test_cluster_status_without_a_lock_matches_the_document(make_server):
     server = make_server()
     with TestClient(server, base_url="http://mock", headers=ADMIN) as client:
         assert "cluster_lock" not in cluster_status(client)
-    found = list(server.violations)
-    server.violations.clear()
+    found = list(server.pipeline.violations)
+    server.pipeline.violations.clear()
     assert found == []
 
 

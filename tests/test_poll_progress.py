@@ -3,7 +3,6 @@
 the clock never moved, for every action, with the queue, history, webhooks and the timeline."""
 
 import contextlib
-import json
 
 import httpx
 import pytest

@@ -25,6 +25,7 @@ from conftest import ADMIN, ORG, ROOT, free_port, wait_for
 
 from mockserver.app import MockServer
 from mockserver.cli import main
+from mockserver.core.settings import ParitySettings
 
 FIXTURES = ROOT / "fixtures"
 FAST = ("--pace", "1000/1s", "--poll-interval", "0.05")
@@ -169,7 +170,7 @@ def test_serve_and_parity_on_a_fixtures_file_say_it_is_not_a_folder(capsys):
     assert result.returncode == 2
     assert "README.md: not a folder" in one_line(result.stderr)
     from mockserver.contract import parity
-    status = parity.run(parity.Config(upstream="http://127.0.0.1:18699", token="t", fixtures=ROOT / "README.md"),
+    status = parity.run(ParitySettings(upstream="http://127.0.0.1:18699", token="t", fixtures=ROOT / "README.md"),
                         MockServer)
     assert status == 2 and "README.md: not a folder" in capsys.readouterr().err
 

@@ -35,7 +35,7 @@ def build(spec):
 
     yield make
     for server in made:
-        assert server.violations == []
+        assert server.pipeline.violations == []
 
 
 def names(mock):

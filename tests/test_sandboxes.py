@@ -520,7 +520,7 @@ def real_server(spec):
     """An in-process mock on the real clock."""
     server = MockServer(Settings(clock="real", self_check=True), spec=spec)
     yield server
-    assert server.violations == []
+    assert server.pipeline.violations == []
 
 
 def test_option_clock_manual_with_a_start_time(real_server):

@@ -195,11 +195,11 @@ def test_a_reply_that_breaks_the_document_is_logged_counted_and_the_newest_kept(
     server = make_server()
     operation = server.spec.resolve("GET", "/organization")[0]
     for n in range(105):
-        server._check_reply(operation, 299, b"", "GET", f"/organization?n={n}")
-    assert server.violation_count == 105 and len(server.violations) == 100
-    assert server.violations[-1].startswith("GET /organization?n=104: status 299")
+        server.pipeline.check_reply(operation, 299, b"", "GET", f"/organization?n={n}")
+    assert server.pipeline.violation_count == 105 and len(server.pipeline.violations) == 100
+    assert server.pipeline.violations[-1].startswith("GET /organization?n=104: status 299")
     assert "self-check: GET /organization?n=0" in caplog.text
-    server.violations.clear()                            # what make_server asserts at the end
+    server.pipeline.violations.clear()                            # what make_server asserts at the end
 
 
 def test_head_answers_wherever_get_does_with_the_head_of_its_reply(live_server):

@@ -7,17 +7,20 @@ from mockserver.api.handlers.history import add_backups
 from mockserver.api.handlers.services import commits_of
 from mockserver.api.handlers.variables import SECRETS, VARIABLES, visible
 from mockserver.core.errors import ApiError
+from mockserver.core.kinds import SERVICE_KINDS, WITH_VARIABLES
 from mockserver.core.settings import parse_rate
+from mockserver.document.operations import SPEC_PARAM_NAMES
 from mockserver.world.auth import Token
 from mockserver.world.deployments import repository_of
 from mockserver.world.fixtures import NESTED, timestamp
 from mockserver.world.runtime import Context, Runtime
 from mockserver.world.store import Entry
 
-SERVICES = {"applications": "Application", "containers": "Container", "databases": "Database", "jobs": "Job",
-            "helms": "Helm", "terraforms": "Terraform"}
-LEVEL_PARAMS = {"Project": "projectId", "Environment": "environmentId", "Application": "app_id",
-                "Container": "containerId", "Job": "jobId", "Helm": "helmId", "Terraform": "terraformId"}
+SERVICES = {kind.plural: kind.title for kind in SERVICE_KINDS}
+# the path parameter of the operations that create a variable or a secret at each level
+LEVEL_PARAMS = {"Project": "projectId", "Environment": "environmentId",
+                **{kind.title: SPEC_PARAM_NAMES.get((kind.path, "environmentVariable"), kind.param)
+                   for kind in WITH_VARIABLES}}
 LEVEL_SCOPES = {"Project": "PROJECT", "Environment": "ENVIRONMENT"}     # a service's scope is its type
 ORG_RECORDS = (("container_registries", "createContainerRegistry"), ("credentials", "createAwsCredentials"),
                ("labels_groups", "createLabelsGroup"))

@@ -27,6 +27,7 @@ import re
 
 import orjson
 
+from mockserver.core.kinds import BY_PATH
 from mockserver.core.version import __version__
 
 UUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
@@ -34,7 +35,7 @@ DATE_TIME = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$"
 UUID_TEXT = re.compile(UUID)
 DATE_TIME_TEXT = re.compile(DATE_TIME)
 KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-SERVICES = frozenset({"application", "container", "database", "job", "helm", "terraform"})
+SERVICES = frozenset(BY_PATH)
 CREATES = ("create", "override", "alias")       # operation ids that make a record (its id is in the reply)
 ACTIONS = ("deploy", "redeploy", "stop", "restart", "uninstall")  # operation ids that change a service's state
 # Strings the platform makes up (not the client): matched by type.

@@ -17,10 +17,10 @@ import signal
 import socket
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 
-from mockserver.core.settings import MIN_HEADER_SIZE, Settings, default_fixtures, parse_rate, parse_size
+from mockserver.core.settings import MIN_HEADER_SIZE, ParitySettings, Settings, parse_rate, parse_size
 from mockserver.core.version import __version__
 from mockserver.edge import cors
 from mockserver.edge.accesslog import FORMATS
@@ -137,7 +137,6 @@ class Option:
     flag: str
     env: tuple
     read: object              # text -> value; raises ValueError naming the problem
-    default: object           # the value when neither the command line nor the environment gives one
     help: str
     metavar: str = None
     commands: tuple = ("serve",)      # an option of `serve` is one of `record` too
@@ -147,141 +146,155 @@ class Option:
     def dest(self):
         return self.name or self.flag[2:].replace("-", "_")
 
+    @property
+    def default(self):
+        """The value when neither the command line nor the environment gives one: the default of its field in
+        Settings (or ParitySettings, for an option of parity alone), written there and nowhere else."""
+        return default_of(SETTING.get(self.dest, self.dest))
+
     def of(self, command):
         return command in self.commands or (command == "record" and "serve" in self.commands)
 
 
 REPEATED = ("--scenario", "--only", "--except", "--skip")      # options given once per value
+SETTING = {"scenario": "scenarios"}                              # an option whose field has another name
+FIELDS = {**{f.name: f for f in fields(ParitySettings)}, **{f.name: f for f in fields(Settings)}}
+
+
+def default_of(name):
+    """A field's default; None for one without (the upstream and token of a parity run, which it requires)."""
+    field = FIELDS[name]
+    if field.default is not MISSING:
+        return field.default
+    return None if field.default_factory is MISSING else field.default_factory()
 
 
 OPTIONS = (
-    Option("--fixtures", ("MOCKSERVER_FIXTURES",), Path, None, "folder of fixture YAML files (default: the "
+    Option("--fixtures", ("MOCKSERVER_FIXTURES",), Path, "folder of fixture YAML files (default: the "
            "embedded defaults; parity: of the mock it builds)", "DIR", ("serve", "check", "parity")),
-    Option("--scenario", ("MOCKSERVER_SCENARIOS",), scenario_paths, [], "scenario file or folder of them to "
+    Option("--scenario", ("MOCKSERVER_SCENARIOS",), scenario_paths, "scenario file or folder of them to "
            "activate; repeatable (the variable: files or folders separated by ':')", "PATH", ("serve", "check")),
-    Option("--seed", ("MOCKSERVER_SEED",), whole, 1, "seed of generated ids and fake data (default 1)", "N",
+    Option("--seed", ("MOCKSERVER_SEED",), whole, "seed of generated ids and fake data (default 1)", "N",
            ("serve", "check", "parity")),
-    Option("--host", ("MOCKSERVER_HOST", "HOST", "UVICORN_HOST"), str, "127.0.0.1",
-           "address to listen on (default 127.0.0.1; 0.0.0.0 in a container)", "ADDRESS"),
-    Option("--port", ("MOCKSERVER_PORT", "PORT", "UVICORN_PORT"), port, 8080, "port to listen on (default 8080)",
+    Option("--host", ("MOCKSERVER_HOST", "HOST", "UVICORN_HOST"), str, "address to listen on (default 127.0.0.1; 0.0.0.0 in a container)", "ADDRESS"),
+    Option("--port", ("MOCKSERVER_PORT", "PORT", "UVICORN_PORT"), port, "port to listen on (default 8080)",
            "PORT"),
-    Option("--rate-limit", ("MOCKSERVER_RATE_LIMIT",), parse_rate, None, "requests per window per token, e.g. "
+    Option("--rate-limit", ("MOCKSERVER_RATE_LIMIT",), parse_rate, "requests per window per token, e.g. "
            "1000/3600, 5/10s, 100/1m (default: the fixtures' rate_limit, else 1000/3600)", "N/WINDOW"),
-    Option("--clock", ("MOCKSERVER_CLOCK",), one_of("real", "manual"), "real", "real: progressions follow the "
+    Option("--clock", ("MOCKSERVER_CLOCK",), one_of("real", "manual"), "real: progressions follow the "
            "wall clock; manual: only POST /_mock/clock/advance moves it (default real)", "real|manual"),
-    Option("--speed", ("MOCKSERVER_SPEED",), positive(number), 1.0, "divide every step duration by this "
+    Option("--speed", ("MOCKSERVER_SPEED",), positive(number), "divide every step duration by this "
            "factor (default 1)", "FACTOR"),
-    Option("--journal-size", ("MOCKSERVER_JOURNAL_SIZE",), positive(whole), 10000, "calls kept in each "
+    Option("--journal-size", ("MOCKSERVER_JOURNAL_SIZE",), positive(whole), "calls kept in each "
            "sandbox's journal (default 10000)", "N"),
-    Option("--journal-memory", ("MOCKSERVER_JOURNAL_MEMORY",), parse_size, 256 * 1024 ** 2, "memory all "
+    Option("--journal-memory", ("MOCKSERVER_JOURNAL_MEMORY",), parse_size, "memory all "
            "journals may hold together, e.g. 256MiB (default); past it the sandboxes holding most give up their "
            "oldest calls, counted as dropped", "SIZE"),
-    Option("--journal-body-limit", ("MOCKSERVER_JOURNAL_BODY_LIMIT",), parse_size, 64 * 1024, "a request or "
+    Option("--journal-body-limit", ("MOCKSERVER_JOURNAL_BODY_LIMIT",), parse_size, "a request or "
            "reply body longer than this is journaled cut, and the call says so (default 64KiB)", "SIZE"),
-    Option("--max-body", ("MOCKSERVER_MAX_BODY",), positive(whole), 16 * 1024 ** 2, "largest request body "
+    Option("--max-body", ("MOCKSERVER_MAX_BODY",), positive(whole), "largest request body "
            "accepted; a larger one is a 413 (default 16 MiB)", "BYTES"),
-    Option("--jwt-secret", ("MOCKSERVER_JWT_SECRET",), str, "mock-jwt-secret", "secret that signs and checks "
+    Option("--jwt-secret", ("MOCKSERVER_JWT_SECRET",), str, "secret that signs and checks "
            "the JWTs the mock accepts (HS256; default mock-jwt-secret)", "SECRET"),
     Option("--log-level", ("MOCKSERVER_LOG_LEVEL",), one_of("critical", "error", "warning", "info", "debug"),
-           "warning", "level of the server's own log (default warning)", "LEVEL"),
-    Option("--cors-origins", ("MOCKSERVER_CORS_ORIGINS",), origins, "local", "origins browser pages may call "
+           "level of the server's own log (default warning)", "LEVEL"),
+    Option("--cors-origins", ("MOCKSERVER_CORS_ORIGINS",), origins, "origins browser pages may call "
            "from: local (default: pages on localhost, 127.0.0.1, [::1]), a comma list such as "
            "local,https://console.example.test,http://10.0.0.*:*, * (any page, the API only), or off", "ORIGINS"),
-    Option("--access-log", ("MOCKSERVER_ACCESS_LOG",), flag, False, "one line per API call on stdout "
+    Option("--access-log", ("MOCKSERVER_ACCESS_LOG",), flag, "one line per API call on stdout "
            "(default off; the variable: 1/true/yes/on or 0/false/no/off)"),
-    Option("--log-format", ("MOCKSERVER_LOG_FORMAT",), one_of(*FORMATS), "text", "of the access log: text "
+    Option("--log-format", ("MOCKSERVER_LOG_FORMAT",), one_of(*FORMATS), "of the access log: text "
            "(default) or json, one object a line", "text|json"),
-    Option("--self-check", ("MOCKSERVER_SELF_CHECK",), flag, False, "check every reply of the API against the "
+    Option("--self-check", ("MOCKSERVER_SELF_CHECK",), flag, "check every reply of the API against the "
            "document: a reply that breaks it is logged as a warning and counted in /_mock/health (default off; "
            "the variable: 1/true/yes/on)"),
-    Option("--max-sandboxes", ("MOCKSERVER_MAX_SANDBOXES",), positive(whole), 1000, "sandboxes that may exist "
+    Option("--max-sandboxes", ("MOCKSERVER_MAX_SANDBOXES",), positive(whole), "sandboxes that may exist "
            "at once; one more is refused (default 1000)", "N"),
-    Option("--sandbox-ttl", ("MOCKSERVER_SANDBOX_TTL",), positive(number), 3600.0, "seconds an idle sandbox "
+    Option("--sandbox-ttl", ("MOCKSERVER_SANDBOX_TTL",), positive(number), "seconds an idle sandbox "
            "lives, on the wall clock (default 3600)", "SECONDS"),
-    Option("--sleep-after", ("MOCKSERVER_SLEEP_AFTER",), non_negative(number), 30.0, "seconds after which an "
+    Option("--sleep-after", ("MOCKSERVER_SLEEP_AFTER",), non_negative(number), "seconds after which an "
            "idle sandbox with nothing under way is kept compressed in memory until its next request (about a "
            "tenth of the memory; 0: never; default 30)", "SECONDS"),
-    Option("--allocator", ("MOCKSERVER_ALLOCATOR",), one_of(*allocator.CHOICES), "auto", "memory allocator: "
+    Option("--allocator", ("MOCKSERVER_ALLOCATOR",), one_of(*allocator.CHOICES), "memory allocator: "
            "jemalloc (where installed: Debian's libjemalloc2) costs the least CPU per request and "
            "hands the memory of deleted and sleeping sandboxes back to the system; malloc (the C library's own) "
            "hands it back too, at about a fifth more CPU; pymalloc (Python's own) is cheap but keeps freed "
            "memory; auto (default): jemalloc where installed, else malloc. The process restarts itself once at "
            "start to apply it", "auto|jemalloc|malloc|pymalloc"),
-    Option("--control-token", ("MOCKSERVER_CONTROL_TOKEN",), str, None, "require 'Authorization: Bearer "
+    Option("--control-token", ("MOCKSERVER_CONTROL_TOKEN",), str, "require 'Authorization: Bearer "
            "<token>' on every /_mock route but health", "TOKEN"),
-    Option("--replica-name", ("MOCKSERVER_REPLICA",), str, None, "name of this replica behind a router: in "
+    Option("--replica-name", ("MOCKSERVER_REPLICA",), str, "name of this replica behind a router: in "
            "/_mock/health and X-Mock-Replica", "NAME"),
-    Option("--state-file", ("MOCKSERVER_STATE_FILE",), str, None, "keep every sandbox and snapshot in this "
+    Option("--state-file", ("MOCKSERVER_STATE_FILE",), str, "keep every sandbox and snapshot in this "
            "file across restarts", "PATH"),
-    Option("--save-interval", ("MOCKSERVER_SAVE_INTERVAL",), positive(number), 5.0, "seconds between saves of "
+    Option("--save-interval", ("MOCKSERVER_SAVE_INTERVAL",), positive(number), "seconds between saves of "
            "the state file when something changed (default 5)", "SECONDS"),
-    Option("--max-snapshots", ("MOCKSERVER_MAX_SNAPSHOTS",), positive(whole), 200, "snapshots that may exist at "
+    Option("--max-snapshots", ("MOCKSERVER_MAX_SNAPSHOTS",), positive(whole), "snapshots that may exist at "
            "once; one more is refused (default 200)", "N"),
-    Option("--header-timeout", ("MOCKSERVER_HEADER_TIMEOUT",), positive(number), 10.0, "seconds a request's line "
+    Option("--header-timeout", ("MOCKSERVER_HEADER_TIMEOUT",), positive(number), "seconds a request's line "
            "and headers may take to arrive; then 408 and the connection closed (default 10)", "SECONDS"),
-    Option("--body-timeout", ("MOCKSERVER_BODY_TIMEOUT",), positive(number), 30.0, "seconds a request's body may "
+    Option("--body-timeout", ("MOCKSERVER_BODY_TIMEOUT",), positive(number), "seconds a request's body may "
            "take to arrive after its headers; then 408 and the connection closed (default 30)", "SECONDS"),
-    Option("--max-header-size", ("MOCKSERVER_MAX_HEADER_SIZE",), header_size, 64 * 1024, "largest request line "
+    Option("--max-header-size", ("MOCKSERVER_MAX_HEADER_SIZE",), header_size, "largest request line "
            "and headers together; larger is a 431 (default 64KiB, at least 1KiB)", "SIZE"),
-    Option("--max-connections", ("MOCKSERVER_MAX_CONNECTIONS",), positive(whole), 1000, "connections open at "
+    Option("--max-connections", ("MOCKSERVER_MAX_CONNECTIONS",), positive(whole), "connections open at "
            "once; one more replaces the longest-waiting one without a request in progress, else is a 503 "
            "(default 1000, lowered to fit the open-file limit)", "N"),
-    Option("--shutdown-timeout", ("MOCKSERVER_SHUTDOWN_TIMEOUT",), non_negative(number), 5.0, "seconds requests "
+    Option("--shutdown-timeout", ("MOCKSERVER_SHUTDOWN_TIMEOUT",), non_negative(number), "seconds requests "
            "in progress may take to finish at shutdown before they are cancelled; the state file is saved "
            "after them either way (default 5)", "SECONDS"),
-    Option("--fresh", ("MOCKSERVER_FRESH",), flag, False, "start from the fixtures even when the state file "
+    Option("--fresh", ("MOCKSERVER_FRESH",), flag, "start from the fixtures even when the state file "
            "holds a world (the file is kept as PATH.previous; default off; the variable: 1/true/yes/on)"),
     # ---- the recording proxy (contract/proxy.py) and the parity run (contract/parity.py)
-    Option("--upstream", ("MOCKSERVER_UPSTREAM",), url, None, "base URL of the real platform: API requests are "
+    Option("--upstream", ("MOCKSERVER_UPSTREAM",), url, "base URL of the real platform: API requests are "
            "forwarded there and recorded (record; serve too), or the flow runs there (parity)", "URL",
            ("serve", "parity")),
-    Option("--only", ("MOCKSERVER_ONLY",), globs, [], "forward only the API paths this glob matches (a path such "
+    Option("--only", ("MOCKSERVER_ONLY",), globs, "forward only the API paths this glob matches (a path such "
            "as /application/*/status or an operation's template); repeatable; the rest is answered by the mock "
            "(the variable: globs separated by ',')", "GLOB", name="only"),
-    Option("--except", ("MOCKSERVER_EXCEPT",), globs, [], "answer the API paths this glob matches with the mock "
+    Option("--except", ("MOCKSERVER_EXCEPT",), globs, "answer the API paths this glob matches with the mock "
            "instead of forwarding them; repeatable", "GLOB", name="excluded"),
-    Option("--har", ("MOCKSERVER_HAR",), Path, None, "write the forwarded exchanges to this file as HAR 1.2 when "
+    Option("--har", ("MOCKSERVER_HAR",), Path, "write the forwarded exchanges to this file as HAR 1.2 when "
            "the recorder stops (redacted as the journal)", "FILE"),
-    Option("--fixtures-out", ("MOCKSERVER_FIXTURES_OUT",), Path, None, "write what the upstream's replies showed "
+    Option("--fixtures-out", ("MOCKSERVER_FIXTURES_OUT",), Path, "write what the upstream's replies showed "
            "to DIR/recorded.yaml as fixtures when the recorder stops (secret values never)", "DIR"),
-    Option("--upstream-timeout", ("MOCKSERVER_UPSTREAM_TIMEOUT",), positive(number), 30.0, "seconds the upstream "
+    Option("--upstream-timeout", ("MOCKSERVER_UPSTREAM_TIMEOUT",), positive(number), "seconds the upstream "
            "may take to answer one request (default 30; past it: 504)", "SECONDS", ("serve", "parity")),
-    Option("--token", ("MOCKSERVER_UPSTREAM_TOKEN",), str, None, "API token for the platform (better in the "
+    Option("--token", ("MOCKSERVER_UPSTREAM_TOKEN",), str, "API token for the platform (better in the "
            "variable than on the command line; never printed)", "TOKEN", ("parity",)),
-    Option("--auth-scheme", ("MOCKSERVER_UPSTREAM_AUTH_SCHEME",), one_of("Token", "Bearer"), "Token", "scheme "
+    Option("--auth-scheme", ("MOCKSERVER_UPSTREAM_AUTH_SCHEME",), one_of("Token", "Bearer"), "scheme "
            "word the token is sent with (default Token)", "Token|Bearer", ("parity",)),
-    Option("--flow", ("MOCKSERVER_PARITY_FLOW",), Path, None, "replay this HAR file or journal (GET /_mock/calls) "
+    Option("--flow", ("MOCKSERVER_PARITY_FLOW",), Path, "replay this HAR file or journal (GET /_mock/calls) "
            "instead of the built-in flow", "FILE", ("parity",)),
-    Option("--allow-writes", ("MOCKSERVER_PARITY_ALLOW_WRITES",), flag, False, "run the steps that create, edit, "
+    Option("--allow-writes", ("MOCKSERVER_PARITY_ALLOW_WRITES",), flag, "run the steps that create, edit, "
            "deploy and delete (default: read-only); what they create is deleted at the end", None, ("parity",)),
-    Option("--allow", ("MOCKSERVER_PARITY_ALLOW",), Path, None, "allow-list of known differences (YAML: "
+    Option("--allow", ("MOCKSERVER_PARITY_ALLOW",), Path, "allow-list of known differences (YAML: "
            "operation, kind, path, reason): they do not fail the run", "FILE", ("parity",)),
-    Option("--map", ("MOCKSERVER_PARITY_MAP",), Path, None, "ids of the platform and the mock's that are the same "
+    Option("--map", ("MOCKSERVER_PARITY_MAP",), Path, "ids of the platform and the mock's that are the same "
            "record (YAML: platform-id: mock-id), for a replayed flow", "FILE", ("parity",), name="mapping"),
-    Option("--pace", ("MOCKSERVER_PARITY_PACE",), parse_rate, (900, 3600.0), "requests to the platform per "
+    Option("--pace", ("MOCKSERVER_PARITY_PACE",), parse_rate, "requests to the platform per "
            "window, e.g. 900/1h (default 900/3600: under its 1000 an hour); 429 and Retry-After are honoured "
            "besides", "N/WINDOW", ("parity",)),
-    Option("--poll-interval", ("MOCKSERVER_PARITY_POLL_INTERVAL",), positive(number), 5.0, "seconds between two "
+    Option("--poll-interval", ("MOCKSERVER_PARITY_POLL_INTERVAL",), positive(number), "seconds between two "
            "status reads while a deployment runs on the platform (default 5)", "SECONDS", ("parity",)),
-    Option("--poll-timeout", ("MOCKSERVER_PARITY_POLL_TIMEOUT",), positive(number), 1800.0, "seconds a status "
+    Option("--poll-timeout", ("MOCKSERVER_PARITY_POLL_TIMEOUT",), positive(number), "seconds a status "
            "is polled at most (default 1800)", "SECONDS", ("parity",)),
-    Option("--max-wait", ("MOCKSERVER_PARITY_MAX_WAIT",), non_negative(number), 3600.0, "longest wait for the "
+    Option("--max-wait", ("MOCKSERVER_PARITY_MAX_WAIT",), non_negative(number), "longest wait for the "
            "rate limit the run accepts; a longer one stops it (default 3600)", "SECONDS", ("parity",)),
-    Option("--mock", ("MOCKSERVER_PARITY_MOCK_URL",), url, None, "a running mock to compare with (a sandbox is made there "
+    Option("--mock", ("MOCKSERVER_PARITY_MOCK_URL",), url, "a running mock to compare with (a sandbox is made there "
            "for the run and deleted after); default: a mock built here from --fixtures", "URL", ("parity",)),
-    Option("--mock-token", ("MOCKSERVER_PARITY_MOCK_TOKEN",), str, "mock-admin-token", "API token of the mock's "
+    Option("--mock-token", ("MOCKSERVER_PARITY_MOCK_TOKEN",), str, "API token of the mock's "
            "fixtures (default mock-admin-token)", "TOKEN", ("parity",)),
-    Option("--mock-control-token", ("MOCKSERVER_CONTROL_TOKEN",), str, None, "control token of the running mock "
+    Option("--mock-control-token", ("MOCKSERVER_CONTROL_TOKEN",), str, "control token of the running mock "
            "(--mock), when it has one", "TOKEN", ("parity",)),
-    Option("--markdown", ("MOCKSERVER_PARITY_MARKDOWN",), Path, None, "write the report as Markdown", "FILE",
+    Option("--markdown", ("MOCKSERVER_PARITY_MARKDOWN",), Path, "write the report as Markdown", "FILE",
            ("parity",)),
-    Option("--json", ("MOCKSERVER_PARITY_JSON",), Path, None, "write the report as JSON", "FILE", ("parity",)),
-    Option("--junit", ("MOCKSERVER_PARITY_JUNIT",), Path, None, "write the report as JUnit XML (a test case per "
+    Option("--json", ("MOCKSERVER_PARITY_JSON",), Path, "write the report as JSON", "FILE", ("parity",)),
+    Option("--junit", ("MOCKSERVER_PARITY_JUNIT",), Path, "write the report as JUnit XML (a test case per "
            "operation)", "FILE", ("parity",)),
-    Option("--skip", ("MOCKSERVER_PARITY_SKIP",), names, [], "leave out the steps of the "
+    Option("--skip", ("MOCKSERVER_PARITY_SKIP",), names, "leave out the steps of the "
            "operations this glob names (operationId, e.g. 'deploy*'); repeatable", "OPERATION", ("parity",)),
-    Option("--git-url", ("MOCKSERVER_PARITY_GIT_URL",), url, "https://git.example.com/parity/hello.git",
-           "repository the built-in flow's application builds from (give one the platform can build)", "URL",
+    Option("--git-url", ("MOCKSERVER_PARITY_GIT_URL",), url, "repository the built-in flow's application builds from (give one the platform can build)", "URL",
            ("parity",)),
 )
 ENVIRONMENT = {option.flag: option.env for option in OPTIONS}
@@ -430,7 +443,7 @@ def value_of(option, args):
                 return option.read(text)
             except ValueError as error:
                 raise ValueError(f"{name}={text[:200]!r}: {error} (it sets {option.flag})") from None
-    return default_fixtures() if option.flag == "--fixtures" else option.default
+    return option.default
 
 
 def settings_from(args):
@@ -462,14 +475,13 @@ def settings_from(args):
 
 def parity_config(args):
     """The parity run's options; the upstream and its token are required."""
-    from mockserver.contract.parity import Config
     values = {option.dest: value_of(option, args) for option in OPTIONS if option.of("parity")}
     values["timeout"] = values.pop("upstream_timeout")
     if not values["upstream"]:
         raise ValueError("parity needs --upstream URL (or MOCKSERVER_UPSTREAM): the platform to compare with")
     if not values["token"]:
         raise ValueError("parity needs --token TOKEN, or better MOCKSERVER_UPSTREAM_TOKEN: the platform's API token")
-    return Config(**values)
+    return ParitySettings(**values)
 
 
 def main(argv=None):

@@ -27,6 +27,7 @@ import yaml
 from mockserver.calls.journal import REDACTED
 from mockserver.contract.drift import UUID_TEXT
 from mockserver.core.errors import ApiError, StartupError
+from mockserver.core.kinds import WITH_VARIABLES
 from mockserver.core.paths import without_api_prefix
 
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -133,8 +134,7 @@ BUILT_IN = READS + WRITES
 
 
 # ---------------------------------------------------------------- cleaning up what a step created
-OVERRIDE_OWNERS = {"PROJECT": "project", "ENVIRONMENT": "environment", "APPLICATION": "application",
-                   "CONTAINER": "container", "JOB": "job", "HELM": "helm", "TERRAFORM": "terraform"}
+OVERRIDE_OWNERS = {"PROJECT": "project", "ENVIRONMENT": "environment", **{kind.type: kind.path for kind in WITH_VARIABLES}}
 FAMILIES = {"Variable": "environmentVariable", "Secret": "secret"}
 
 

@@ -20,11 +20,11 @@ from mockserver.api.replay import LEVEL_PARAMS, Loader, fresh_world
 from mockserver.calls.journal import SECRET_FIELDS
 from mockserver.core.clock import Clock
 from mockserver.core.errors import ApiError
+from mockserver.core.kinds import SERVICE_KINDS
 from mockserver.core.settings import Settings
 from mockserver.world.export import HEADER, export_fixtures, project
-from mockserver.world.fixtures import SERVICE_KEYS
 
-SERVICE_SCHEMAS = {schema[:-len("Request")]: key for key, (_, schema) in SERVICE_KEYS.items()}
+SERVICE_SCHEMAS = {kind.title: kind.plural for kind in SERVICE_KINDS}
 KINDS = {"Organization": "organizations", "CurrentOrganization": "organizations", "Cluster": "clusters",
          "Project": "projects", "Environment": "environments", "Variable": "variables", "Secret": "secrets",
          "ContainerRegistry": "registries", "LabelsGroup": "labels_groups", "Webhook": "webhooks",

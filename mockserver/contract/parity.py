@@ -32,7 +32,7 @@ import time
 import traceback
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 
@@ -54,30 +54,6 @@ DELETE_TRIES = 12
 REFUSED = (401, 403)       # the platform refused the token: the run cannot go on (not drift)
 
 
-@dataclass
-class Config:
-    upstream: str
-    token: str
-    auth_scheme: str = "Token"
-    flow: Path = None
-    allow_writes: bool = False
-    allow: Path = None
-    mapping: Path = None
-    pace: tuple = (900, 3600.0)
-    poll_interval: float = 5.0
-    poll_timeout: float = 1800.0
-    max_wait: float = 3600.0
-    timeout: float = 30.0
-    fixtures: Path = None
-    seed: int = 1
-    mock: str = None
-    mock_token: str = "mock-admin-token"
-    mock_control_token: str = None
-    markdown: Path = None
-    json: Path = None
-    junit: Path = None
-    skip: list = field(default_factory=list)
-    git_url: str = "https://git.example.com/parity/hello.git"
 
 
 class Stop(Exception):

@@ -11,7 +11,6 @@ The inspector's routes (functions of control/inspector.py) are in the same table
 import asyncio
 import os
 import time
-from pathlib import Path
 
 import orjson
 import yaml
@@ -119,7 +118,7 @@ async def health(request):
             "started_from": {**mock.loaded, "saved_at": iso(mock.loaded["saved_at"])} if "saved_at" in mock.loaded
             else mock.loaded}
     if mock.settings.self_check:               # replies that broke the document (--self-check)
-        body["self_check"] = {"violations": mock.violation_count, "newest": mock.violations[-5:]}
+        body["self_check"] = {"violations": mock.pipeline.violation_count, "newest": mock.pipeline.violations[-5:]}
     if mock.saver is not None:
         body["state_file"] = mock.saver.describe()
         if body["state_file"]["failing"]:

@@ -60,6 +60,34 @@ class Settings:
     fixtures_out: str | None = None       # set: what the replies showed is written there as fixtures
 
 
+
+@dataclass
+class ParitySettings:
+    """Settings of a parity run (`mockserver parity`; contract/parity.py)."""
+    upstream: str
+    token: str
+    auth_scheme: str = "Token"
+    flow: Path = None
+    allow_writes: bool = False
+    allow: Path = None
+    mapping: Path = None
+    pace: tuple = (900, 3600.0)
+    poll_interval: float = 5.0
+    poll_timeout: float = 1800.0
+    max_wait: float = 3600.0
+    timeout: float = 30.0           # --upstream-timeout
+    fixtures: Path = None
+    seed: int = 1
+    mock: str = None
+    mock_token: str = "mock-admin-token"
+    mock_control_token: str = None
+    markdown: Path = None
+    json: Path = None
+    junit: Path = None
+    skip: list = field(default_factory=list)
+    git_url: str = "https://git.example.com/parity/hello.git"
+
+
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 

@@ -10,17 +10,16 @@ A test keeps the committed file in step with these tables.
 
 import copy
 import sys
-from pathlib import Path
 
 import yaml
 
+from mockserver.core.kinds import SERVICE_KINDS
 from mockserver.document.ids import IDS
 from mockserver.document.operations import (
     EXAMPLE_TARGETS,
     PARAM_EXAMPLES,
     PATH_PARAM,
     REQUEST_EXAMPLES,
-    SERVICE_KINDS,
     all_operations,
 )
 from mockserver.document.schemas import (
@@ -68,7 +67,8 @@ RATE_HEADERS = {
 def service_schemas():
     """Response records of the six service kinds, derived from their create payloads."""
     out = {}
-    for kind, (_, title, service_type, _, request, _) in SERVICE_KINDS.items():
+    for row in SERVICE_KINDS:
+        kind, title, service_type, request = row.path, row.title, row.type, row.request
         if kind == "database":
             props = {"name": s("orders-db"), "description": s("Orders database"),
                      "type": enum(list(DATABASE_VERSIONS), "POSTGRESQL"), "version": s("16"),

@@ -10,6 +10,7 @@ generated from small tables so that every kind gets the same operations.
 import re
 from dataclasses import dataclass, field
 
+from mockserver.core.kinds import BY_PATH, SERVICE_KINDS, WITH_VARIABLES
 from mockserver.document.ids import IDS
 
 PATH_PARAM = re.compile(r"{(\w+)}")
@@ -31,15 +32,6 @@ class Op:
     links: dict = field(default_factory=dict)
 
 
-# kind -> (tag, title, service_type, id parameter, create/edit request, has variables)
-SERVICE_KINDS = {
-    "application": ("Applications", "Application", "APPLICATION", "applicationId", "ApplicationRequest", True),
-    "container": ("Containers", "Container", "CONTAINER", "containerId", "ContainerRequest", True),
-    "database": ("Databases", "Database", "DATABASE", "databaseId", "DatabaseRequest", False),
-    "job": ("Jobs", "Job", "JOB", "jobId", "JobRequest", True),
-    "helm": ("Helm", "Helm", "HELM", "helmId", "HelmRequest", True),
-    "terraform": ("Terraform", "Terraform", "TERRAFORM", "terraformId", "TerraformRequest", True),
-}
 EDIT_REQUESTS = {"database": "DatabaseEditRequest"}
 # Path parameter names the spec gives for particular operations (kept as the spec writes them).
 SPEC_PARAM_NAMES = {
@@ -76,7 +68,7 @@ PARAM_EXAMPLES = {
 # and every parent of it, is named by no other example; creates go to an environment where their
 # example names are free; overrides and aliases go to services that own nothing (docs/decisions.md,
 # "Contract testers and the examples").
-VARIABLE_LEVELS = ("project", "environment", "application", "container", "job", "helm", "terraform")
+VARIABLE_LEVELS = ("project", "environment", *(kind.path for kind in WITH_VARIABLES))
 
 
 def example_targets():
@@ -90,7 +82,7 @@ def example_targets():
            "uninstallDatabase": ("database_uninstall",),
            "createHelmCustomDomain": ("helm_variables",), "getHelmCustomDomain": ("helm_variables", "custom_domain"),
            "deleteHelmCustomDomain": ("custom_domain_owner", "custom_domain_delete")}
-    for kind, (_, title, *_) in SERVICE_KINDS.items():
+    for kind, title in ((row.path, row.title) for row in SERVICE_KINDS):
         out[f"create{title}"] = ("examples_environment",)
         out[f"delete{title}"] = (f"{kind}_delete",)
         for action in ACTIONS[1:]:
@@ -102,7 +94,7 @@ def example_targets():
         for word in ("Variable", "Secret"):
             out[f"get{title}{word}"] = out[f"edit{title}{word}"] = (owner, f"{level}_{word.lower()}")
             out[f"delete{title}{word}"] = (f"{level}_{word.lower()}_owner", f"{level}_{word.lower()}_delete")
-            if level in SERVICE_KINDS:       # a service's override and alias of a record of the examples project
+            if level in BY_PATH:       # a service's override and alias of a record of the examples project
                 place = f"{level}_{word.lower()}_overrides"
                 out[f"override{title}{word}"] = out[f"alias{title}{word}"] = (place, f"project_{word.lower()}")
     for word in ("Variable", "Secret"):
@@ -224,11 +216,11 @@ ITEM_PARAM = {"app_id": "applicationId"}
 
 
 def service_ops(kind):
-    tag, title, _, param, request, has_variables = SERVICE_KINDS[kind]
+    row = BY_PATH[kind]
+    tag, title, param, request = row.tag, row.title, row.param, row.request
 
-    def p(suffix):
+    def p(suffix):                      # the spec's name of the parameter in that path, else the kind's
         return SPEC_PARAM_NAMES.get((kind, suffix), param)
-
     item = f"/{kind}/{{{param}}}"
     by_id = "$response.body#/id"
     create_links = {
@@ -242,7 +234,7 @@ def service_ops(kind):
         create_links[f"{action.capitalize()}{title}"] = link(f"{action}{title}", **{p(action): by_id})
     create_links[f"List{title}DeploymentHistory"] = link(f"list{title}DeploymentHistory", **{param: by_id})
     create_links.update({name: link(op, **{arg: by_id}) for name, op, arg in EXTRA_LINKS.get(kind, ())})
-    if has_variables:
+    if row.has_variables:
         create_links[f"Create{title}Variable"] = link(f"create{title}Variable", **{p("environmentVariable"): by_id})
         create_links[f"Create{title}Secret"] = link(f"create{title}Secret", **{p("secret"): by_id})
     rows = [
@@ -270,7 +262,7 @@ def service_ops(kind):
         rows.append(Op("POST", f"/{kind}/{{{p(action)}}}/{action}", f"{action}{title}", "deploy", 202,
                        "DeploymentRecord", body, body_required=False, tag=tag,
                        summary=f"{action.capitalize()} a {title.lower()}", links=links))
-    if has_variables:
+    if row.has_variables:
         rows += variable_ops(title.lower(), title, f"/{kind}/{{{p('environmentVariable')}}}",
                              p("environmentVariable"), "Environment Variables")
         for noun, word, one in (("environmentVariable", "Variable", "variableId"), ("secret", "Secret", "secretId")):
@@ -310,7 +302,7 @@ def organization_ops():
         *crud("Environments", "Environment", "Environments", "/project/{project_id}/environment",
               "/environment/{environmentId}", "environmentId", "EnvironmentRequest", "EnvironmentEditRequest",
               create_links={**{f"Create{t}": link(f"create{t}", env_id=by_id)
-                               for _, t, *_ in SERVICE_KINDS.values()},
+                               for t in (row.title for row in SERVICE_KINDS)},
                             "EditEnvironment": link("editEnvironment", environmentId=by_id),
                             "GetEnvironmentDeploymentQueue": link("getEnvironmentDeploymentQueue",
                                                                   environmentId=by_id),
@@ -417,7 +409,7 @@ def all_operations():
     rows += variable_ops("project", "Project", "/project/{projectId}", "projectId", "Environment Variables")
     rows += variable_ops("environment", "Environment", "/environment/{environmentId}", "environmentId",
                          "Environment Variables")
-    for kind in SERVICE_KINDS:
-        rows += service_ops(kind)
+    for row in SERVICE_KINDS:
+        rows += service_ops(row.path)
     rows += misc_service_ops()
     return rows

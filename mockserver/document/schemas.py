@@ -5,6 +5,7 @@ read-only markers follow the spec; where the spec is silent the shapes follow
 `docs/decisions.md`. Vendor names stay neutral (CLOUDA_CR, PUBLICHUB_CR, ...).
 """
 
+from mockserver.core.kinds import SERVICE_TYPES
 from mockserver.document.ids import FIXED_REGISTRY_URLS, IDS
 
 # ---------------------------------------------------------------- enums
@@ -24,7 +25,7 @@ CLUSTER_STATES = [
     "RESTART_ERROR", "INVALID_CREDENTIALS",
 ]
 DEPLOYMENT_STATUSES = ["NEVER_DEPLOYED", "OUT_OF_DATE", "UP_TO_DATE"]
-SERVICE_TYPES = ["APPLICATION", "CONTAINER", "DATABASE", "JOB", "HELM", "TERRAFORM"]
+SERVICE_TYPES = list(SERVICE_TYPES)
 SCOPES = ["APPLICATION", "BUILT_IN", "ENVIRONMENT", "PROJECT", "CONTAINER", "JOB", "HELM", "TERRAFORM"]
 VARIABLE_TYPES = ["VALUE", "ALIAS", "OVERRIDE", "BUILT_IN", "FILE"]
 EDITABLE_MODES = ["DEVELOPMENT", "PRODUCTION", "STAGING"]

@@ -10,11 +10,11 @@ import math
 
 from mockserver.core.clock import iso
 from mockserver.core.errors import conflict
+from mockserver.core.kinds import SERVICE_KINDS
 from mockserver.world.lifecycle import ACTIONS, QUEUE_DELAY, DeploymentRequest, plan
 
 K8S_VERSIONS = ["1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34"]
-ICONS = {"APPLICATION": "application", "CONTAINER": "container", "DATABASE": "database", "JOB": "job",
-         "HELM": "helm", "TERRAFORM": "terraform"}
+ICONS = {kind.type: kind.path for kind in SERVICE_KINDS}     # service_type -> the console's icon of it
 RUNNING = {"DEPLOYED", "RESTARTED"}
 
 

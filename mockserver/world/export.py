@@ -18,7 +18,8 @@ tokens are the mock's own credentials and export as they are.
 import yaml
 
 from mockserver.core.clock import iso
-from mockserver.world.fixtures import CLUSTER_FIELDS, ORG_KEYS, SERVICE_KEYS
+from mockserver.core.kinds import SERVICE_KINDS
+from mockserver.world.fixtures import CLUSTER_FIELDS, ORG_KEYS
 
 HEADER = ("# Fixtures exported from the mock's state (GET /_mock/state/export).\n"
           "# Load them with `mockserver serve --fixtures DIR`; check them with `mockserver check --fixtures DIR`.\n")
@@ -175,10 +176,10 @@ class Exporter:
                                              self.components)
         self.variables(out, entry, f"environment {entry.data['name']}")
         services = self.store.services.under(entry.id)
-        for key, (kind, schema) in SERVICE_KEYS.items():
-            items = [self.service(service, schema) for service in services if service.meta["kind"] == kind]
+        for kind in SERVICE_KINDS:
+            items = [self.service(service, kind.request) for service in services if service.meta["kind"] == kind.path]
             if items:
-                out[key] = items
+                out[kind.plural] = items
         return out
 
     def service(self, entry, schema):

@@ -19,14 +19,11 @@ import yaml
 
 from mockserver.core import yamlbound
 from mockserver.core.errors import StartupError
+from mockserver.core.kinds import SERVICE_KINDS
 from mockserver.core.settings import parse_rate
 from mockserver.world.auth import GRANTS
 
 FIXTURE_BYTES = yamlbound.FIXTURE_BYTES     # all the files of a folder together
-SERVICE_KEYS = {"applications": ("application", "ApplicationRequest"),
-                "containers": ("container", "ContainerRequest"),
-                "databases": ("database", "DatabaseRequest"), "jobs": ("job", "JobRequest"),
-                "helms": ("helm", "HelmRequest"), "terraforms": ("terraform", "TerraformRequest")}
 ORG_KEYS = {"container_registries": ("ContainerRegistryRequest", "createContainerRegistry"),
             "credentials": ("CredentialsRequest", "createAwsCredentials"),
             "labels_groups": ("LabelsGroupRequest", "createLabelsGroup"),
@@ -213,7 +210,8 @@ def _check_org(org, spec):
             out += _check_variables(spec, env, where)
             if "deployment_rule" in env:
                 out += _check(spec, "DeploymentRuleRequest", env["deployment_rule"], f"{where}.deployment_rule")
-            for key, (_, schema) in SERVICE_KEYS.items():
+            for kind in SERVICE_KINDS:
+                key, schema = kind.plural, kind.request
                 for service in env.get(key, []):
                     out += _check(spec, schema, service, f"{key[:-1]} {service.get('name')}")
                     out += _check_variables(spec, service, f"{key[:-1]} {service.get('name')}")

@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from mockserver.core.kinds import SERVICE_KINDS
+
 # step plans: (step name, state while the step runs, duration in seconds at speed 1)
 GIT_BUILD = [("REGISTRY_CREATE_REPOSITORY", "BUILDING", 1), ("GIT_CLONE", "BUILDING", 1),
              ("BUILD_QUEUEING", "BUILDING", 0), ("BUILD", "BUILDING", 2)]
@@ -45,8 +47,7 @@ ACTIONS = {
 ERROR_STATES = {"BUILDING": "BUILD_ERROR", "DEPLOYING": "DEPLOYMENT_ERROR", "STOPPING": "STOP_ERROR",
                 "RESTARTING": "RESTART_ERROR", "DELETING": "DELETE_ERROR"}
 # which plan each service kind deploys with (jobs built from git use "git")
-SOURCES = {"APPLICATION": "git", "CONTAINER": "image", "DATABASE": "chart", "HELM": "chart", "TERRAFORM": "chart",
-           "JOB": "git"}
+SOURCES = {kind.type: kind.source for kind in SERVICE_KINDS}
 
 
 @lru_cache(maxsize=4096)

@@ -29,6 +29,7 @@ import yaml
 from mockserver.core import yamlbound
 from mockserver.core.clock import iso
 from mockserver.core.errors import StartupError
+from mockserver.core.kinds import SERVICE_TYPES
 from mockserver.edge.faults import FAULTS
 from mockserver.world import strictness
 from mockserver.world.lifecycle import ERROR_STATES, PLANS
@@ -38,7 +39,7 @@ STEP_NAMES = sorted({step[0] for steps in PLANS.values() for step in steps})
 STATES = sorted({step[1] for steps in PLANS.values() for step in steps})
 MAX_RULES = 1000                       # rules of one scenario: a document is checked whole while others wait
 STEP_OR_STATE = {"type": "string", "enum": STEP_NAMES + STATES}
-KINDS = ["APPLICATION", "CONTAINER", "DATABASE", "JOB", "HELM", "TERRAFORM", "CLUSTER"]
+KINDS = [*SERVICE_TYPES, "CLUSTER"]           # what a rule's `target.kind` may name
 GLOB = {"type": "string", "minLength": 1}
 CUT = {"type": "object", "additionalProperties": False, "minProperties": 1, "maxProperties": 1, "properties": {
     "fraction": {"type": "number", "minimum": 0, "maximum": 1, "description": "share of the body sent"},

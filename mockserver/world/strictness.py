@@ -13,10 +13,9 @@ import fnmatch
 from datetime import datetime, timezone
 
 from mockserver.core.clock import EARLIEST, LAST_START
+from mockserver.core.kinds import SERVICE_KINDS
 from mockserver.document.validation import UUID
 
-SERVICE_KEYS = {"applications": "APPLICATION", "containers": "CONTAINER", "databases": "DATABASE", "jobs": "JOB",
-                "helms": "HELM", "terraforms": "TERRAFORM"}
 SAMPLE_ID = "00000000-0000-4000-8000-000000000000"
 GLOB_CHARS = set("*?[")
 # keys of which at most one may be given, where they sit in a rule, and why
@@ -44,8 +43,8 @@ def vocabulary(fixtures):
         services += [("CLUSTER", c.get("name"), c.get("id")) for c in org.get("clusters", [])]
         for project in org.get("projects", []):
             for env in project.get("environments", []):
-                for key, kind in SERVICE_KEYS.items():
-                    services += [(kind, s.get("name"), s.get("id")) for s in env.get(key, [])]
+                for kind in SERVICE_KINDS:
+                    services += [(kind.type, s.get("name"), s.get("id")) for s in env.get(kind.plural, [])]
     return {"tokens": tokens, "services": services}
 
 

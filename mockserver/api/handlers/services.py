@@ -1,6 +1,6 @@
 """The six service kinds: create, list, read, edit, delete, and their deployment actions.
 
-Every kind gets the same operations from one table (`KINDS`); what differs is how a
+Every kind gets the same operations (core/kinds.py); what differs is how a
 record is built from its create payload (`BUILDERS`) and how it deploys (world/lifecycle.py).
 """
 
@@ -10,20 +10,12 @@ from mockserver.api.handlers import variables
 from mockserver.api.handlers.common import bind, merge, page, touch
 from mockserver.core.clock import iso
 from mockserver.core.errors import conflict, not_found
+from mockserver.core.kinds import BY_PATH, SERVICE_KINDS
 from mockserver.document.schemas import ICON_BASE
 from mockserver.world.deployments import repository_of
 from mockserver.world.store import Entry
 
-# kind -> (title for operation ids, service_type, path parameter names: item, status, deploy/actions)
-KINDS = {
-    "application": ("Application", "APPLICATION"),
-    "container": ("Container", "CONTAINER"),
-    "database": ("Database", "DATABASE"),
-    "job": ("Job", "JOB"),
-    "helm": ("Helm", "HELM"),
-    "terraform": ("Terraform", "TERRAFORM"),
-}
-ITEM_PARAMS = ("applicationId", "app_id", "containerId", "databaseId", "db_id", "jobId", "helmId", "terraformId")
+ITEM_PARAMS = tuple(name for kind in SERVICE_KINDS for name in kind.params)   # one of them names the record
 DATABASE_PORTS = {"POSTGRESQL": 5432, "MYSQL": 3306, "MONGODB": 27017, "REDIS": 6379}
 RESOURCES = {"cpu": 500, "memory": 512, "min_running_instances": 1, "max_running_instances": 1}
 EDITABLE = {
@@ -263,10 +255,10 @@ def create(ctx, kind):
     ident = rt.new_id()
     data = {"id": ident, **rt.stamp(ctx.now), "environment": {"id": env.id}, "name": body["name"],
             **({"description": body["description"]} if body.get("description") is not None else {}),
-            "service_type": KINDS[kind][1], "icon_uri": f"{ICON_BASE}/{kind}.svg", **BUILDERS[kind](ctx, body, env)}
+            "service_type": BY_PATH[kind].type, "icon_uri": f"{ICON_BASE}/{kind}.svg", **BUILDERS[kind](ctx, body, env)}
     secrets = _secret_tf_values(body) if kind == "terraform" else None
     entry = Entry(data, ctx.org, env.id, private={"tf_vars": secrets} if secrets else None,
-                  meta={"kind": kind, "type": KINDS[kind][1], "created": ctx.now})
+                  meta={"kind": kind, "type": BY_PATH[kind].type, "created": ctx.now})
     rt.store.services.add(entry)
     rt.bump(entry)
     _count_registry(ctx, data, +1)
@@ -374,7 +366,7 @@ def _commit(ctx, entry, verb):
 
 def operations():
     out = {}
-    for kind, (title, _) in KINDS.items():
+    for kind, title in ((row.path, row.title) for row in SERVICE_KINDS):
         for name, fn in (("create", create), ("list", list_services), ("get", get), ("edit", edit),
                          ("delete", delete)):
             op = f"list{title}s" if name == "list" else f"{name}{title}"

@@ -22,13 +22,12 @@ description or interpolation flag and leaves the value sent aside.
 
 from mockserver.api.handlers.common import bind, optional, page, touch
 from mockserver.core.errors import ApiError, conflict, not_found
+from mockserver.core.kinds import WITH_VARIABLES
 from mockserver.world.store import Entry
 
-SCOPE_RANK = {"BUILT_IN": 4, "PROJECT": 3, "ENVIRONMENT": 2, "APPLICATION": 1, "CONTAINER": 1, "JOB": 1,
-              "HELM": 1, "TERRAFORM": 1}
-LEVELS = {"Project": "PROJECT", "Environment": "ENVIRONMENT", "Application": "application",
-          "Container": "container", "Job": "job", "Helm": "helm", "Terraform": "terraform"}
-SERVICE_PARAMS = ("app_id", "applicationId", "containerId", "jobId", "helmId", "terraformId")
+SCOPE_RANK = {"BUILT_IN": 4, "PROJECT": 3, "ENVIRONMENT": 2, **{kind.type: 1 for kind in WITH_VARIABLES}}
+LEVELS = {"Project": "PROJECT", "Environment": "ENVIRONMENT", **{kind.title: kind.path for kind in WITH_VARIABLES}}
+SERVICE_PARAMS = tuple(name for kind in WITH_VARIABLES for name in kind.params)
 
 
 class Family:
@@ -427,8 +426,7 @@ def service_derived(ctx, family, kind, service_kind, param):
 
 
 def _path_service(ctx, kind):
-    service_param = next(name for name in ("applicationId", "containerId", "jobId", "helmId", "terraformId")
-                         if name in ctx.params)
+    service_param = next(kind.param for kind in WITH_VARIABLES if kind.param in ctx.params)
     return _service(ctx, ctx.params[service_param], kind)
 
 
