@@ -27,7 +27,8 @@ from mockserver.world.auth import authenticate
 
 log = logging.getLogger("mockserver")
 JSON = [(b"content-type", b"application/json")]
-OPEN_CONTROL = ("/_mock/health", "/_mock/ui", "/_mock/schemas")   # reachable without the control token (probes, the page itself)
+# reachable without the control token (probes, the page itself)
+OPEN_CONTROL = ("/_mock/health", "/_mock/ui", "/_mock/schemas")
 GLOBAL_CONTROL = ("/_mock/sandboxes", "/_mock/health", "/_mock/schemas")
 READS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -41,8 +42,8 @@ class MockServer(Worlds):
         self.control = control_app(self)
         self.access_log = access_logger(self.settings.log_format) if self.settings.access_log else None
         self.pipeline = Pipeline(self.settings, self.spec, self.access_log)
-        self.recorder = None                   # the recording proxy (contract/proxy.py), only with an upstream: it brings
-        if self.settings.upstream:             # the HTTP client, which costs a plain server ~7 MiB unused
+        self.recorder = None                   # the recording proxy (contract/proxy.py), only with an upstream:
+        if self.settings.upstream:             # it brings the HTTP client, which a plain server does not need
             from mockserver.contract.proxy import Recorder
             self.recorder = Recorder(self.settings, self.spec)
         self.entry = cors.Cors(self.route, cors.parse(self.settings.cors_origins),

@@ -8,7 +8,7 @@ it never called. Only the calls still in the journal count (see `dropped`).
 
 def coverage(journal, operations):
     """Counts per operation of `operations` (operationId -> Operation) from the journal's entries."""
-    statuses = {operation_id: {} for operation_id in operations}
+    statuses: dict[str, dict[str, int]] = {operation_id: {} for operation_id in operations}
     for call in journal.entries:
         operation, status = call.operation, call.status
         if operation is None or operation.operation_id not in statuses:

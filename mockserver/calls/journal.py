@@ -98,7 +98,7 @@ class Budget:
         self.limit = limit
         self.total = 0
         self.trims = 0                          # times calls were given up for bytes (memory let go)
-        self.journals = weakref.WeakSet()
+        self.journals: weakref.WeakSet[Journal] = weakref.WeakSet()
 
     def join(self, journal):
         self.journals.add(journal)
@@ -112,8 +112,8 @@ class Budget:
     def trim(self):
         """Bring the total a slice (1/SLICE of the limit) under the limit: every journal above a common level gives
         up its oldest calls down to that level (the level is the highest that frees enough). A small slice each
-        time, because the calls given up are freed while a request waits: a tenth of 256 MiB at once, tens of
-        thousands of calls, held every connection for 40 ms or more."""
+        time, because the calls given up are freed while a request waits: a large share of the budget at once is
+        tens of thousands of calls, and every connection waited while they were freed."""
         journals = list(self.journals)
         self.total = sum(journal.bytes for journal in journals)    # exact again (a journal freed uncounted)
         if self.total <= self.limit:
@@ -194,7 +194,7 @@ class Journal:
         if len(response) > self.body_limit:
             truncated = {**(truncated or {}), "response": len(response)}
             response = response[:self.body_limit]
-        else:       # a copy of its exact size: orjson's replies keep a buffer of 4 KiB or more behind them
+        else:       # a copy of its exact size: orjson's replies keep a larger buffer behind them
             response = bytes(memoryview(response))
         if request is not EMPTY_REQUEST:
             request = bytes(memoryview(request))
@@ -256,7 +256,7 @@ class Journal:
     def latest(self, filters, limit):
         """The newest `limit` calls matching the filters, oldest first: read from the newest back, so the
         cost follows what is asked for, not the length of the journal."""
-        found = []
+        found: list[Call] = []
         for call in reversed(self.entries):
             if len(found) >= limit:
                 break

@@ -3,10 +3,10 @@
 The newest calls (KEEP to KEEP + BLOCK - 1 of them) are kept as objects; every BLOCK calls that fall
 behind the newest KEEP are packed into one `Block`: pickled and compressed with zstd (level 1), the
 small fields filters read (HEADS) apart from the bodies and headers (BODIES). A fleet's calls repeat
-themselves (the same polls, headers and replies), so a block holds a call in about a twentieth of the
-bytes the object needs, for about 2 us of CPU a call (BENCHMARKS.md, follow-up 4). Reading the newest
-calls (`latest`, `?limit=20`) touches no block; a filter or a count over the whole journal unpacks the
-HEADS of each block, about 1 us a call, and the BODIES only of blocks with a call it returns.
+themselves (the same polls, headers and replies), so a block holds a call in a small part of the bytes the
+object needs, for little CPU a call (the figures, and the codecs and block sizes tried: docs/performance.md).
+Reading the newest calls (`latest`, `?limit=20`) touches no block; a filter or a count over the whole journal
+unpacks the HEADS of each block, and the BODIES only of blocks with a call it returns.
 
 A block lets go of its memory only as a whole: calls given up by count from its front are skipped until
 the last of them goes, and a trim by bytes gives up whole blocks.
@@ -20,14 +20,13 @@ from operator import attrgetter
 import orjson
 import zstandard
 
-BLOCK = 128                     # calls packed together (64: 182 bytes a call; 128: 110; 256: no better)
+BLOCK = 128                     # calls packed together (fewer compress worse; more gain nothing)
 KEEP = 32                       # the newest calls always kept as objects (a read of the last 20 unpacks nothing)
 BLOCK_OVERHEAD = 200            # bytes a block costs besides its compressed bytes: the object, its operations
 OVERHEAD = 480                  # bytes a call kept as an object costs besides its strings and bodies: the object,
-                                # the headers of its strings, numbers and the allocator's own (heap measured per
-                                # call: 1,820 bytes for a GET status, counted 1,697 with 360 here, 1,817 with 480;
-                                # bench/journal_memory.py; under jemalloc, whose size classes round each block
-                                # up, 0.95-1.04 of it counted)
+                                # the headers of its strings, numbers and the allocator's own; set so that what
+                                # is counted matches the heap bench/journal_memory.py measures (under both
+                                # allocators: docs/performance.md)
 _codecs = threading.local()     # a compressor and a decompressor per thread: they are not safe to share (a mock
                                 # in a thread of a test process, beside another in the main thread)
 
@@ -119,7 +118,7 @@ class Block:
     __slots__ = ("heads", "bodies", "operations", "low", "high", "count", "skip", "bytes")
 
     def __init__(self, calls):
-        operations = {}                          # id -> (index, operation), in the order first met
+        operations: dict[int, tuple[int, object]] = {}   # id -> (index, operation), in the order first met
         heads = []
         for call in calls:
             head = list(_heads(call))
@@ -177,6 +176,8 @@ class PackedCall(Call):
     """A call read back from a block: its BODIES come the first time one is read."""
 
     __slots__ = ("unpacked", "place")
+    unpacked: _Bodies                            # declared for the type checker (mypy reads no __slots__)
+    place: int
 
     def __getattr__(self, name):                 # only for a slot not set yet: a field of BODIES, or the size
         if name == "size":
@@ -199,7 +200,9 @@ class CallLog:
     __slots__ = ("blocks", "recent", "length")
 
     def __init__(self, calls=()):
-        self.blocks, self.recent, self.length = deque(), deque(), 0
+        self.blocks: deque[Block] = deque()
+        self.recent: deque[Call] = deque()
+        self.length = 0
         for call in calls:
             self.append(call)
 

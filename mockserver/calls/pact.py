@@ -117,14 +117,14 @@ class History:
 
     def __init__(self, calls, held):
         self.held = held
-        self.records = {}
-        self.words = {}                         # id -> the noun of the path word or body key that named it
-        self.seen = {}                          # service id -> [(call id, state)]
-        self.actions = {}                       # service id -> [call ids of its deploys, stops, restarts...]
+        self.records: dict[str, Record] = {}
+        self.words: dict[str, str] = {}         # id -> the noun of the path word or body key that named it
+        self.seen: dict[str, list[tuple[int, str]]] = {}   # service id -> [(call id, state)]
+        self.actions: dict[str, list[int]] = {}  # service id -> [call ids of its deploys, stops, restarts...]
         for call in calls:
             if call.operation is not None and 200 <= call.status < 300:
                 self._learn(call)
-        self.children = {}                      # id -> the records the flow created under it
+        self.children: dict[str, list[Record]] = {}   # id -> the records the flow created under it
         for record in self.records.values():
             for parent in dict.fromkeys(record.parents) if record.created is not None else ():
                 self.children.setdefault(parent, []).append(record)
@@ -175,7 +175,7 @@ class History:
         for word, ident in refs:
             self.words.setdefault(ident, word)
         reading = call.method == "GET"
-        placed = []
+        placed: list[tuple[int, int, dict]] = []     # (call id it became true at, order, state)
         for ident in self._closure([ident for _, ident in refs], call.id):
             record = self.records.get(ident)
             word = (record and record.noun) or self.words.get(ident, "record")
@@ -227,7 +227,7 @@ class History:
 
 def _states(reply):
     """(service id, state) pairs a reply shows: a status, an action's record, a list of statuses."""
-    items = reply.get("results") if isinstance(reply, dict) and isinstance(reply.get("results"), list) else [reply]
+    items = reply["results"] if isinstance(reply, dict) and isinstance(reply.get("results"), list) else [reply]
     out = []
     for item in items:
         if isinstance(item, dict) and isinstance(item.get("state"), str):
@@ -273,7 +273,7 @@ def _counted(key):
 
 def reply_rules(call, reply):
     """(matching rules of the reply body, the reply as compared between calls)."""
-    rules = {}
+    rules: dict[str, dict[str, str | int]] = {}
     if call.truncated and "response" in call.truncated:
         return {"$": {"match": "type"}}, None
     if reply is None:       # no body (a 204), or one that is not JSON: compared as text, never as bytes
@@ -362,7 +362,9 @@ def _body(value, content_type, version):
 
 def document(calls, history, consumer, provider, source, version=4, dropped=0):
     """The pact of `calls` (oldest first), whose states `history` (of the whole journal) tells."""
-    interactions, seen, cut, skipped, names = [], {}, [], [], {}
+    interactions, cut, skipped = [], [], []
+    seen: dict[bytes, list[int]] = {}          # what makes calls the same -> their ids
+    names: dict[str, int] = {}                 # description -> calls described so
     for call in calls:
         reason = left_out(call)
         if reason:

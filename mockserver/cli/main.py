@@ -176,7 +176,8 @@ OPTIONS = (
            "activate; repeatable (the variable: files or folders separated by ':')", "PATH", ("serve", "check")),
     Option("--seed", ("MOCKSERVER_SEED",), whole, "seed of generated ids and fake data (default 1)", "N",
            ("serve", "check", "parity")),
-    Option("--host", ("MOCKSERVER_HOST", "HOST", "UVICORN_HOST"), str, "address to listen on (default 127.0.0.1; 0.0.0.0 in a container)", "ADDRESS"),
+    Option("--host", ("MOCKSERVER_HOST", "HOST", "UVICORN_HOST"), str, "address to listen on (default 127.0.0.1; "
+           "0.0.0.0 in a container)", "ADDRESS"),
     Option("--port", ("MOCKSERVER_PORT", "PORT", "UVICORN_PORT"), port, "port to listen on (default 8080)",
            "PORT"),
     Option("--rate-limit", ("MOCKSERVER_RATE_LIMIT",), parse_rate, "requests per window per token, e.g. "
@@ -294,7 +295,8 @@ OPTIONS = (
            "operation)", "FILE", ("parity",)),
     Option("--skip", ("MOCKSERVER_PARITY_SKIP",), names, "leave out the steps of the "
            "operations this glob names (operationId, e.g. 'deploy*'); repeatable", "OPERATION", ("parity",)),
-    Option("--git-url", ("MOCKSERVER_PARITY_GIT_URL",), url, "repository the built-in flow's application builds from (give one the platform can build)", "URL",
+    Option("--git-url", ("MOCKSERVER_PARITY_GIT_URL",), url, "repository the built-in flow's application builds "
+           "from (give one the platform can build)", "URL",
            ("parity",)),
 )
 ENVIRONMENT = {option.flag: option.env for option in OPTIONS}

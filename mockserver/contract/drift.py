@@ -237,7 +237,7 @@ def against_reply(upstream, mock, maps=()):
     unknown = {path for side in (up, mo) for path in side[None] - side["items"]}
     out, reported = [], []
     for path in sorted((up.keys() | mo.keys()) - {None, "items"}, key=_order):
-        if any(path.startswith(f"{above}.") or path.startswith(f"{above}[") for above in reported + list(unknown)):
+        if any(path.startswith((f"{above}.", f"{above}[")) for above in reported + list(unknown)):
             continue
         if path not in mo:
             out.append(finding("added", path, "the platform sends a field the mock does not"))

@@ -63,12 +63,14 @@ ENVIRONMENT = {"name": "{run}-env", "mode": "DEVELOPMENT", "cluster_id": "{clust
 APPLICATION = {"name": "{run}-app", "git_repository": {"url": "{git_url}", "branch": "main"}, "build_mode": "DOCKER",
                "dockerfile_path": "Dockerfile", "cpu": 250, "memory": 256, "min_running_instances": 1,
                "max_running_instances": 1,
-               "ports": [{"internal_port": 8080, "external_port": 443, "protocol": "HTTP", "publicly_accessible": True}]}
+               "ports": [{"internal_port": 8080, "external_port": 443, "protocol": "HTTP",
+                          "publicly_accessible": True}]}
 DATABASE = {"name": "{run}-db", "type": "POSTGRESQL", "version": "16", "mode": "CONTAINER", "accessibility": "PRIVATE",
             "cpu": 250, "memory": 256, "storage": 10}
 REGISTRY = {"name": "{run}-registry", "kind": "GENERIC_CR", "url": "https://registry.parity.example",
             "description": "made by mockserver parity", "config": {"username": "parity", "password": "{secret}"}}
-LABELS = {"name": "{run}-labels", "labels": [{"key": "purpose", "value": "parity", "propagate_to_cloud_provider": False}]}
+LABELS = {"name": "{run}-labels",
+          "labels": [{"key": "purpose", "value": "parity", "propagate_to_cloud_provider": False}]}
 WEBHOOK = {"target_url": "https://hooks.parity.example/{run}", "events": ["DEPLOYMENT_SUCCEEDED"], "enabled": False,
            "description": "made by mockserver parity"}
 
@@ -134,7 +136,8 @@ BUILT_IN = READS + WRITES
 
 
 # ---------------------------------------------------------------- cleaning up what a step created
-OVERRIDE_OWNERS = {"PROJECT": "project", "ENVIRONMENT": "environment", **{kind.type: kind.path for kind in WITH_VARIABLES}}
+OVERRIDE_OWNERS = {"PROJECT": "project", "ENVIRONMENT": "environment",
+                   **{kind.type: kind.path for kind in WITH_VARIABLES}}
 FAMILIES = {"Variable": "environmentVariable", "Secret": "secret"}
 
 

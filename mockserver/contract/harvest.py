@@ -28,7 +28,7 @@ SERVICE_SCHEMAS = {kind.title: kind.plural for kind in SERVICE_KINDS}
 KINDS = {"Organization": "organizations", "CurrentOrganization": "organizations", "Cluster": "clusters",
          "Project": "projects", "Environment": "environments", "Variable": "variables", "Secret": "secrets",
          "ContainerRegistry": "registries", "LabelsGroup": "labels_groups", "Webhook": "webhooks",
-         **{name: "services" for name in SERVICE_SCHEMAS}}
+         **dict.fromkeys(SERVICE_SCHEMAS, "services")}
 OWNER_PARAMS = {"projectId": "project", "environmentId": "environment", "app_id": "service",
                 "applicationId": "service", "containerId": "service", "jobId": "service", "helmId": "service",
                 "terraformId": "service"}
@@ -110,7 +110,8 @@ class Harvest:
         builder = Builder(self, spec)
         rt = builder.build()
         head = ("# Fixtures recorded from the platform's replies (mockserver record --fixtures-out).\n"
-                "# Load them with `mockserver serve --fixtures DIR`; check them with `mockserver check --fixtures DIR`.\n"
+                "# Load them with `mockserver serve --fixtures DIR`; check them with "
+                "`mockserver check --fixtures DIR`.\n"
                 "# Webhooks are kept disabled: the mock sends no event to the platform's receivers.\n")
         head += "".join(f"# left out: {line}\n" for line in self.skipped)
         text = export_fixtures(rt, spec)
@@ -142,7 +143,7 @@ class Builder:
     # ------------------------------------------------------------ organizations and clusters
     def organizations(self):
         """The organizations as fixtures (with their clusters): those seen, and those records name."""
-        orgs = {ident: record for ident, record in self.records["organizations"].items()}
+        orgs = dict(self.records["organizations"])
         self.resolve(orgs)
         for ident in set(self.org_of.values()) - set(orgs):
             orgs[ident] = {"id": ident, "name": f"organization {ident[:8]}"}
@@ -197,7 +198,7 @@ class Builder:
             if owner is not None:
                 self.org_of[ident] = owner
                 self.org_of.setdefault(project, owner)
-        for ident, service in self.records["services"].items():
+        for ident in self.records["services"]:
             env = self.environment_of("service", ident)
             if env in self.org_of:
                 self.org_of[ident] = self.org_of[env]

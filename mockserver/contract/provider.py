@@ -35,9 +35,9 @@ STATE = re.compile(r"(?P<noun>[a-z][a-z ]*) \{id\} (?P<rest>exists|exists and is
 RUNNING = ("DEPLOYED", "RESTARTED")
 # A state -> the actions that reach it, in order (the last one is followed until the state shows), and the
 # failure the last one is made to meet.
-ROUTES = {**{state: (("deploy",), None) for state in ("DEPLOYMENT_QUEUED", "BUILDING", "DEPLOYING", "DEPLOYED")},
-          **{state: (("deploy", "stop"), None) for state in ("STOP_QUEUED", "STOPPING", "STOPPED")},
-          **{state: (("deploy", "restart"), None) for state in ("RESTART_QUEUED", "RESTARTING", "RESTARTED")},
+ROUTES = {**dict.fromkeys(("DEPLOYMENT_QUEUED", "BUILDING", "DEPLOYING", "DEPLOYED"), (("deploy",), None)),
+          **dict.fromkeys(("STOP_QUEUED", "STOPPING", "STOPPED"), (("deploy", "stop"), None)),
+          **dict.fromkeys(("RESTART_QUEUED", "RESTARTING", "RESTARTED"), (("deploy", "restart"), None)),
           "BUILD_ERROR": (("deploy",), {"fail_at": "BUILDING", "fail_state": "BUILD_ERROR"}),
           "DEPLOYMENT_ERROR": (("deploy",), {"fail_at": "DEPLOYING", "fail_state": "DEPLOYMENT_ERROR"}),
           "STOP_ERROR": (("deploy", "stop"), {"fail_state": "STOP_ERROR"}),

@@ -175,7 +175,8 @@ class Recorder:
             self.client = httpx.AsyncClient(timeout=self.settings.upstream_timeout, follow_redirects=False)
             for name in list(self.client.headers):      # only what the caller sent goes upstream
                 del self.client.headers[name]
-        listed = {token.strip().lower() for name, value in headers if name == "connection" for token in value.split(",")}
+        listed = {token.strip().lower() for name, value in headers if name == "connection"
+                  for token in value.split(",")}
         forwarded = [(name, value) for name, value in headers if name not in NOT_FORWARDED and name not in listed]
         request = self.client.build_request(method, self.target(scope), headers=forwarded, content=body)
         try:

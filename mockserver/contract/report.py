@@ -261,7 +261,8 @@ def summary(report):
                      f"{counts['not_run']} not run ({report['requests']['upstream']} requests to the platform)")
     for row in report["operations"]:
         if row["result"] == "drift":
-            lines += [f"  {row['operation']}: {_finding_text(item)}" for item in row["findings"] if "allowed" not in item]
+            lines += [f"  {row['operation']}: {_finding_text(item)}" for item in row["findings"]
+                      if "allowed" not in item]
     if report["aborted"]:
         lines.append(f"parity: {_stopped(report)}: {report['aborted']}")
     lines += [f"parity: left on the platform: {failure}" for failure in report["cleanup"]["failures"]]

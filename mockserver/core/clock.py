@@ -6,7 +6,7 @@ retries. Times are float Unix seconds; `iso()` renders RFC 3339 with microsecond
 """
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 # The longest single move of the clock and the longest token lifetime the control API accepts.
 MAX_SECONDS = 10 * 365 * 86400
@@ -60,6 +60,6 @@ def iso(ts):
     the year 9999) is written as the last (or first) time it can."""
     if ts != _last[0]:
         moment = min(max(ts, FIRST), LATEST)
-        _last[1] = datetime.fromtimestamp(moment, timezone.utc).isoformat(timespec="microseconds")[:-6] + "Z"
+        _last[1] = datetime.fromtimestamp(moment, UTC).isoformat(timespec="microseconds")[:-6] + "Z"
         _last[0] = ts
     return _last[1]

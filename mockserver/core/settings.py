@@ -39,7 +39,7 @@ class Settings:
     sleep_after: float = 30.0             # seconds idle before a quiet sandbox's world is kept compressed (0: never)
     control_token: str | None = None      # set: every /_mock route but health needs Bearer <token>
     replica_name: str | None = None       # set: replies carry X-Mock-Replica and health names it
-    allocator: str = "auto"               # of `mockserver serve` (process/allocator.py): auto, jemalloc, malloc or pymalloc
+    allocator: str = "auto"               # of `mockserver serve` (process/allocator.py): auto, jemalloc, malloc...
     state_file: str | None = None         # set: sandboxes and snapshots kept there across restarts
     save_interval: float = 5.0            # seconds between saves of the state file (when something changed)
     fresh: bool = False                   # start from the fixtures even when the state file holds a world
@@ -67,23 +67,23 @@ class ParitySettings:
     upstream: str
     token: str
     auth_scheme: str = "Token"
-    flow: Path = None
+    flow: Path | None = None
     allow_writes: bool = False
-    allow: Path = None
-    mapping: Path = None
+    allow: Path | None = None
+    mapping: Path | None = None
     pace: tuple = (900, 3600.0)
     poll_interval: float = 5.0
     poll_timeout: float = 1800.0
     max_wait: float = 3600.0
     timeout: float = 30.0           # --upstream-timeout
-    fixtures: Path = None
+    fixtures: Path | None = None
     seed: int = 1
-    mock: str = None
+    mock: str | None = None
     mock_token: str = "mock-admin-token"
-    mock_control_token: str = None
-    markdown: Path = None
-    json: Path = None
-    junit: Path = None
+    mock_control_token: str | None = None
+    markdown: Path | None = None
+    json: Path | None = None
+    junit: Path | None = None
     skip: list = field(default_factory=list)
     git_url: str = "https://git.example.com/parity/hello.git"
 

@@ -143,8 +143,8 @@ def q(name, schema, description):
 # `page` and `page_size` on every list (see README, Pagination). The example asks for a first page of 2: the
 # records the delete examples remove come after it (fixtures/targets.yaml), out of reach of a tool that
 # deletes whatever it saw listed.
-PAGE_QUERY = [q("page", {"type": "integer", "minimum": 1, "maximum": 1000000, "example": 1}, "Page number, from 1; without page and "
-                "page_size the whole list is returned"),
+PAGE_QUERY = [q("page", {"type": "integer", "minimum": 1, "maximum": 1000000, "example": 1},
+                "Page number, from 1; without page and page_size the whole list is returned"),
               q("page_size", {"type": "integer", "minimum": 1, "maximum": 100, "example": 2},
                 "Records per page (20 when only page is given)")]
 
@@ -199,7 +199,7 @@ def variable_ops(level, title, base, param, tag):
             Op("GET", collection, f"list{title}{plural}", "read", 200, f"{schema}List", tag=tag,
                summary=f"List the {plural.lower()} the {level} sees", query=PAGE_QUERY),
         ]
-        item_base = base.replace(f"{{{param}}}", "{%s}" % ITEM_PARAM.get(param, param))
+        item_base = base.replace(f"{{{param}}}", f"{{{ITEM_PARAM.get(param, param)}}}")
         item = f"{item_base}/{noun}/{{{one}}}"
         rows += [
             Op("GET", item, f"get{title}{word}", "read", 200, schema, tag=tag, summary=f"Get a {word.lower()}"),
@@ -341,7 +341,8 @@ def cluster_and_registry_ops():
                ("GetCluster", "getCluster"), ("GetClusterStatus", "getClusterStatus"),
                ("LockCluster", "lockCluster"), ("UnlockCluster", "unlockCluster"),
                ("UpgradeCluster", "upgradeCluster"))}),
-        Op("GET", "/cluster/{clusterId}", "getCluster", "read", 200, "Cluster", tag="Clusters", summary="Get a cluster"),
+        Op("GET", "/cluster/{clusterId}", "getCluster", "read", 200, "Cluster", tag="Clusters",
+           summary="Get a cluster"),
         Op("GET", "/cluster/{clusterId}/status", "getClusterStatus", "read", 200, "ClusterStatus", tag="Clusters",
            summary="Status of a cluster"),
         Op("POST", "/cluster/{clusterId}/lock", "lockCluster", "write", 200, "ClusterLock", "ClusterLockRequest",

@@ -208,7 +208,7 @@ JOB_CRON = obj({"scheduled_at": s("0 3 * * *", minLength=1, maxLength=64), **JOB
 # a cron job, or a lifecycle job (one or more events), never both
 LIFECYCLE = ("on_start", "on_stop", "on_delete")
 JOB_SCHEDULE = {"oneOf": [
-    obj({"cronjob": JOB_CRON, **{event: ABSENT for event in LIFECYCLE}}, ["cronjob"]),
+    obj({"cronjob": JOB_CRON, **dict.fromkeys(LIFECYCLE, ABSENT)}, ["cronjob"]),
     {"anyOf": [obj({"cronjob": ABSENT, **{other: obj(JOB_COMMAND) for other in LIFECYCLE}}, [event])
                for event in LIFECYCLE]},
 ], "example": {"cronjob": {"scheduled_at": "0 3 * * *"}}}
@@ -519,7 +519,8 @@ SCHEMAS = {
     ),
     "OverrideRequest": obj(
         {"value": s("postgres://orders-staging.internal:5432/orders", maxLength=65536),
-         "override_scope": enum(SCOPES, "APPLICATION"), "override_parent_id": uuid(IDS["application_generic_overrides"]),
+         "override_scope": enum(SCOPES, "APPLICATION"),
+         "override_parent_id": uuid(IDS["application_generic_overrides"]),
          "description": VARIABLE_DESCRIPTION, "enable_interpolation_in_file": INTERPOLATION},
         ["value", "override_scope", "override_parent_id"],
     ),
@@ -573,7 +574,8 @@ SCHEMAS = {
     },
     "ContainerRegistry": obj(
         {**BASE, "name": NAME, "kind": enum(REGISTRY_KINDS, "GENERIC_CR"), "description": DESCRIPTION,
-         "url": s("https://registry.acme.example"), "cluster": obj({"id": uuid(IDS["cluster"]), "name": s("acme-prod-eu")}),
+         "url": s("https://registry.acme.example"),
+         "cluster": obj({"id": uuid(IDS["cluster"]), "name": s("acme-prod-eu")}),
          "associated_services_count": integer(1, minimum=0), "config": REGISTRY_CONFIG_OUT},
         BASE_REQUIRED + ["name", "kind", "url", "associated_services_count", "config"],
     ),
@@ -599,7 +601,8 @@ SCHEMAS = {
     ),
     "ClusterList": page_list("Cluster"),
     "ClusterLockRequest": obj({"reason": s("Maintenance window", minLength=1, maxLength=1024),
-                               "ttl_in_days": {"type": "number", "multipleOf": 1, "minimum": 1, "maximum": 365, "example": 2,
+                               "ttl_in_days": {"type": "number", "multipleOf": 1, "minimum": 1, "maximum": 365,
+                                               "example": 2,
                                                "description": "whole days (5 or 5.0)"}},
                               ["reason"]),
     "ClusterLock": obj(

@@ -14,13 +14,11 @@ and the bench (bench/fleet.py) and tests/test_fleet_memory.py check that serving
 
 When much memory was let go (sandboxes deleted, journals trimmed), `release()` asks the allocator
 (process/allocator.py) to hand free pages back to the system, at most once a second, so that the resident
-size follows. A hand-back while journals are trimmed takes 0.3-2.7 ms (measured under both allocators
-with 50 busy sandboxes; 21-28 ms right after they were all deleted); once a second rather than every
-5 s keeps the resident size 6-9 MiB lower at the same CPU per request.
+size follows. A hand-back is cheap next to a second of serving, and a more frequent one keeps the resident
+size lower at the same CPU per request (docs/performance.md).
 
 The pauses of every collection are measured (`gc.callbacks`) and shown by `GET /_mock/health`. The health
-reply does not count the frozen objects: `gc.get_freeze_count()` walks them all while every request waits
-(about 85 ms with 500 busy sandboxes).
+reply does not count the frozen objects: `gc.get_freeze_count()` walks them all while every request waits.
 """
 
 import gc
@@ -86,7 +84,7 @@ class Collector:
         """Collect what is young now and freeze the survivors: once a second (tick), and at once when a world
         was just read back (thousands of objects), so that no later collection walks the new world. Without
         it, a burst of new sandboxes (hundreds made or woken within a second) piles their objects into the
-        young generations, and the next collection of generation 1 walks them all: a pause of 100 ms at 500
+        young generations, and the next collection of generation 1 walks them all: a pause that grows with the
         sandboxes."""
         gc.collect(1)
         gc.freeze()

@@ -15,7 +15,7 @@ result is frozen again as the world a reset goes back to.
 """
 
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import jsonschema
 import orjson
@@ -170,7 +170,7 @@ def _start(value):
         except ValueError:
             raise ApiError(400, f"body.start: {value[:60]!r} is neither an ISO 8601 time nor Unix seconds") from None
         if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=timezone.utc)
+            parsed = parsed.replace(tzinfo=UTC)
         moment = parsed.timestamp()
     if not EARLIEST <= moment <= LAST_START:
         raise ApiError(400, f"body.start: {value!r} is outside 1970-01-01 .. 9999-01-01 (UTC)")

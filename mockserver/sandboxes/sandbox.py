@@ -56,9 +56,9 @@ def choose(scope):
 
 
 class Sandbox:
-    """A name and its world. An idle, quiet world may sleep: it is then kept as compressed bytes (about
-    30 KiB at the default fixtures, against about 370 KiB awake) and woken, in a millisecond or two, by the
-    next use of `rt`. What the listing shows of a sleeping sandbox was noted when it fell asleep."""
+    """A name and its world. An idle, quiet world may sleep: it is then kept as compressed bytes (about a tenth
+    of the memory it holds awake; docs/performance.md) and woken by the next use of `rt`. What the listing
+    shows of a sleeping sandbox was noted when it fell asleep."""
 
     __slots__ = ("name", "_rt", "origin", "source", "created_at", "last_used", "calls", "inflight", "shared",
                  "_sleeping", "_clock", "_noted")

@@ -101,7 +101,7 @@ class Worlds:
         self.bury()
 
     def bury(self, budget=BURY_SECONDS):
-        """Free retired worlds for at most `budget` seconds (a world of the default fixtures: about 0.4 ms).
+        """Free retired worlds for at most `budget` seconds (freeing a world takes a fraction of that).
         When the last one is freed, the memory they held is handed back to the system (collector.release):
         a hand-back that ran while some were still waiting would leave theirs in the heap."""
         started = time.perf_counter()

@@ -128,8 +128,9 @@ class Exporter:
 
     # ------------------------------------------------------------ the document
     def document(self):
-        out = {"organizations": [self.organization(org) for org in self.store.organizations.rows.values()],
-               "tokens": [self.token(token) for token in self.rt.tokens.values()]}
+        out: dict[str, list | str] = {
+            "organizations": [self.organization(org) for org in self.store.organizations.rows.values()],
+            "tokens": [self.token(token) for token in self.rt.tokens.values()]}
         limiter = self.rt.limiter
         out["rate_limit"] = f"{limiter.limit}/{_number(limiter.window)}"
         return out

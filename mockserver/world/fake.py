@@ -4,8 +4,8 @@ One `Fake` per runtime, seeded from `--seed`: the same seed gives the same data.
 tied to one record (the logs of a deployment, the commits of a repository) come from a
 generator seeded by (seed, that record's key), so they do not depend on the order of requests.
 
-What it costs: building a `Faker` takes about 2.5 ms and 100 commits take 12 ms of draws,
-so neither happens per request. The process has one `Faker`, reseeded before each use
+Building a `Faker` and drawing a repository's commits cost milliseconds, so neither happens per
+request. The process has one `Faker`, reseeded before each use
 (reseeding gives exactly the draws a new instance with that seed would), and what is drawn
 per key is made once and kept in bounded caches shared by every sandbox (`functools.lru_cache`):
 a deploy, a commit listing or a log read after the first costs a lookup. Cached values are
@@ -40,7 +40,7 @@ VERSION_4 = (0x4000 << 64) | (0x8000 << 48)                 # version 4, the RFC
 LOG_DRAWS = 64          # draws made per (deployment, step) at once; a longer log draws again, for its length
 CACHE = 4096            # keys kept per kind of generated value (commits, log draws, tfvars)
 
-_faker = []             # the process's one Faker, made on first use
+_faker: list[Faker] = []   # the process's one Faker, made on first use
 
 
 def shared_faker():
@@ -88,7 +88,7 @@ def _log_draws(seed, key, step, count):
     local = _seeded(seed, f"{key}:{step}")
     templates = LOG_TEMPLATES.get(step, LOG_TEMPLATES["RUN"])
     out = []
-    for index in range(count):
+    for _ in range(count):
         chosen = templates.index(local.random_element(templates)) if step == "RUN" else None
         out.append((chosen, local.random_int(2, 180), local.random_element(BASES), local.random_element(BUILDS)))
     return tuple(out)

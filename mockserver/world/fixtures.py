@@ -82,7 +82,7 @@ def read_fixtures(folder, spec):
     folder = Path(folder)
     if not folder.is_dir():
         raise FixtureError([f"{folder}: fixtures folder not found"])
-    data = {"organizations": [], "tokens": []}
+    data: dict[str, list | tuple[int, float]] = {"organizations": [], "tokens": []}   # and rate_limit
     problems = _Problems()
     files = sorted(folder.glob("*.yaml")) + sorted(folder.glob("*.yml"))
     if not files:
@@ -161,7 +161,8 @@ def _take(raw, path, spec, data, problems):
 
 def _merge_organizations(organizations, problems):
     """Entries with the same id are one organization: lists are joined, other fields must agree."""
-    out, by_id = [], {}
+    out: list = []
+    by_id: dict[object, dict] = {}              # id, as the YAML wrote it -> the merged organization
     for org in organizations:
         first = by_id.get(org.get("id")) if isinstance(org, dict) else None
         if first is None:

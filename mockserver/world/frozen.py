@@ -34,7 +34,8 @@ class Shared:
         self.by_id = {id(obj): key for key, obj in self.by_key.items()}
         self.plain = {}                         # class -> rebuilt attribute by attribute (see set_attributes)
         # called after every world read back (made, woken, reset, restored): the serving process's collector
-        # sets it so that the thousands of objects of a new world are never walked by a collection (process/collector.py)
+        # sets it so that the thousands of objects of a new world are never walked by a collection
+        # (process/collector.py)
         self.settle = _nothing
         self.dispatch = copyreg.dispatch_table.copy()
         for obj in self.by_key.values():

@@ -71,7 +71,7 @@ class DeploymentRequest:
     service_type: str | None
     name: str
     created_at: float
-    steps: list                 # [(name, state, seconds of real run, reported seconds)]
+    steps: tuple                # ((name, state, seconds of real run, reported seconds), ...) from plan(): hashable
     triggered_by: str = "api"
     origin: str = "API"
     commit: dict | None = None
@@ -154,7 +154,7 @@ class DeploymentRequest:
         """One status read of a read-driven request at the head of its queue: it moves on as its pace says.
         True when it moved (its start or end may now be due)."""
         self.reads += 1
-        mode, count = self.by_reads
+        mode, count = self.by_reads  # type: ignore[misc]  # Lifecycle.read calls this only when by_reads is set
         last = self.last_position
         goal = last if self.stall_at is None else self.stall_at + 1     # a stall stays in its step
         if mode == "reads":

@@ -55,16 +55,16 @@ class Runtime:
         self.scenarios = scenarios             # Scenarios (they need the document, so the server gives them)
         self.fake = Fake(settings.seed)
         self.store = Store()
-        self.tokens = {}
+        self.tokens: dict[str, Token] = {}    # token value -> Token
         self.limiter = RateLimiter(settings.rate_limit or 1000, settings.rate_window or 3600.0)
         self.journal = Journal(settings.journal_size, budget, settings.journal_body_limit)
         self.webhooks = Webhooks(weakref.proxy(self))
         self.deployments = Deployments(weakref.proxy(self))
         self.lifecycle = Lifecycle(on_event=self.webhooks.on_deployment_event, on_end=self.deployments.apply_end)
         self.revision = 0
-        self.derived = {}                      # variable or secret id -> {ids of its overrides and aliases}
-        self.default_org = None
-        self.reserved_ids = frozenset()        # ids fixtures being loaded give their records
+        self.derived: dict[str, dict[str, None]] = {}   # variable or secret id -> {ids of its overrides and aliases}
+        self.default_org: str | None = None
+        self.reserved_ids: frozenset[str] = frozenset()   # ids fixtures being loaded give their records
 
     def __setstate__(self, state):
         """A copied or restored world: attributes set one by one (they stay in the object's compact

@@ -21,6 +21,7 @@ import fnmatch
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import orjson
@@ -41,9 +42,10 @@ MAX_RULES = 1000                       # rules of one scenario: a document is ch
 STEP_OR_STATE = {"type": "string", "enum": STEP_NAMES + STATES}
 KINDS = [*SERVICE_TYPES, "CLUSTER"]           # what a rule's `target.kind` may name
 GLOB = {"type": "string", "minLength": 1}
-CUT = {"type": "object", "additionalProperties": False, "minProperties": 1, "maxProperties": 1, "properties": {
-    "fraction": {"type": "number", "minimum": 0, "maximum": 1, "description": "share of the body sent"},
-    "bytes": {"type": "integer", "minimum": 0, "description": "bytes of the body sent"}}}
+CUT: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "minProperties": 1, "maxProperties": 1, "properties": {
+        "fraction": {"type": "number", "minimum": 0, "maximum": 1, "description": "share of the body sent"},
+        "bytes": {"type": "integer", "minimum": 0, "description": "bytes of the body sent"}}}
 RESET = {**CUT, "properties": {**CUT["properties"], "after": {"enum": ["headers"],
                                                                 "description": "reset right after the headers"}}}
 FILE_SCHEMA = {
@@ -210,12 +212,13 @@ class Rule:
 
     def effects(self):
         e = self.effect
-        out = {"rule": self.name}
+        out: dict[str, object] = {"rule": self.name}
         for fault in FAULTS:
             if e.get(fault) not in (None, False):
                 out[fault] = e[fault]
         if "status" in e:
-            out["reply"] = {"status": e["status"], "message": e.get("message", f"injected by scenario rule {self.name}")}
+            message = e.get("message", f"injected by scenario rule {self.name}")
+            out["reply"] = {"status": e["status"], "message": message}
         if e.get("latency_ms"):
             out["latency"] = e["latency_ms"] / 1000
         for flag in ("drop", "exhaust_rate_limit", "webhook_failures"):
@@ -259,18 +262,19 @@ class Scenarios:
         if isinstance(raw, dict) and isinstance(raw.get("rules"), list) and len(raw["rules"]) > MAX_RULES:
             raise ScenarioError(source, _line_of(lines, ("rules",)), f"rules: {len(raw['rules'])} rules, more than "
                                 f"{MAX_RULES} (the bound of one scenario): split it into several scenarios")
-        for error in sorted(_CHECKER.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path))):
-            path = tuple(error.absolute_path)
+        for invalid in sorted(_CHECKER.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path))):
+            path = tuple(invalid.absolute_path)
             where = ".".join(map(str, path)) or "document"
-            raise ScenarioError(source, _line_of(lines, path), f"{where}: {error.message}")
+            raise ScenarioError(source, _line_of(lines, path), f"{where}: {invalid.message}")
         self.warnings = []
-        named = {}                             # a rule's name -> its index: replies and the journal name rules
+        named: dict[str, int] = {}             # a rule's name -> its index: replies and the journal name rules
         for index, rule in enumerate(raw["rules"]):
             name = rule.get("name", f"rule-{index + 1}")
             if name in named:
                 raise ScenarioError(source, _line_of(lines, ("rules", index, "name")),
-                                    f"rules.{index}.name: {name!r} also names rule {named[name]} (rules.{named[name]}): "
-                                    "X-Mock-Rule and the journal's scenario filter could not tell them apart")
+                                    f"rules.{index}.name: {name!r} also names rule {named[name]} "
+                                    f"(rules.{named[name]}): X-Mock-Rule and the journal's scenario filter could "
+                                    "not tell them apart")
             named[name] = index
             for where, problem, fatal in strictness.problems(rule, self.spec, self.known):
                 path = ("rules", index, *where)
@@ -299,8 +303,8 @@ class Scenarios:
         return self.activate(self.read_text(text, source, name), source)
 
     async def load_text_aside(self, text, source, name=None):
-        """`load_text` with the document checked in a worker thread (a scenario of 1 MiB takes about a second
-        to check: the event loop goes on answering other sandboxes meanwhile), then activated here."""
+        """`load_text` with the document checked in a worker thread (a large scenario takes long to check: the
+        event loop goes on answering other sandboxes meanwhile), then activated here."""
         return self.activate(await asyncio.to_thread(self.read_text, text, source, name), source)
 
     def read_text(self, text, source, name=None):

@@ -65,13 +65,15 @@ class Table:
         self.name = name
         self.everywhere = set() if everywhere is None else everywhere   # the ids of every table of the store
         self.noun = NOUNS[name]
-        self.rows = {}
-        self.children = {}                     # parent id -> {id: Entry}, in insertion order
+        self.rows: dict[str, Entry] = {}
+        self.children: dict[str | None, dict[str, Entry]] = {}   # parent id -> {id: Entry}, in insertion order
+        self.unique: str | None                # the field of UNIQUE, None for a table without one
         self.unique, self.casefold = UNIQUE.get(name, (None, False))
-        self.names = {}                        # (parent id, name) -> id (a tuple of ids when several share it)
-        self._named = {}                       # id -> its key in `names`
+        self.names: dict[tuple, str | tuple[str, ...]] = {}   # (parent id, name) -> id (a tuple when several share it)
+        self._named: dict[str, tuple] = {}     # id -> its key in `names`
         self.group = GROUPS.get(name)
-        self.groups = {} if self.group else None   # (parent id, group) -> {id: Entry}, in insertion order
+        # (parent id, group) -> {id: Entry}, in insertion order; None exactly when `group` is
+        self.groups: dict[tuple, dict[str, Entry]] | None = {} if self.group else None
 
     def _name_key(self, parent, name):
         return (parent, name.casefold() if self.casefold else name)
@@ -81,7 +83,8 @@ class Table:
         self.everywhere.add(entry.id)
         self.children.setdefault(entry.parent, {})[entry.id] = entry
         if self.group is not None:
-            self.groups.setdefault((entry.parent, self.group(entry)), {})[entry.id] = entry
+            self.groups.setdefault(  # type: ignore[union-attr]  # groups is set whenever group is
+                (entry.parent, self.group(entry)), {})[entry.id] = entry
         entry.table = self.name
         self.reindex(entry)
         return entry
@@ -130,7 +133,10 @@ class Table:
     def view(self, parent, group=None):
         """The records of a parent (of one group: a kind of service, a variable_type) without copying them:
         for reads that page through or count them. Do not add or remove records of that parent meanwhile."""
-        found = self.children.get(parent) if group is None else self.groups.get((parent, group))
+        if group is None:
+            found = self.children.get(parent)
+        else:                                  # asked of a grouped table only (an ungrouped one has groups None)
+            found = self.groups.get((parent, group))  # type: ignore[union-attr]
         return (found or {}).values()
 
     def named(self, parent, name):
@@ -172,7 +178,7 @@ def _ids(held):
 
 class Store:
     def __init__(self):
-        self.ids = set()                       # every id any table holds
+        self.ids: set[str] = set()             # every id any table holds
         self.tables = {name: Table(name, self.ids) for name in NOUNS}
         for name, table in self.tables.items():
             setattr(self, name, table)

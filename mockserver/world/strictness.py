@@ -10,7 +10,7 @@ services are not checked.
 """
 
 import fnmatch
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from mockserver.core.clock import EARLIEST, LAST_START
 from mockserver.core.kinds import SERVICE_KINDS
@@ -35,7 +35,7 @@ EXCLUSIVE = [
 
 def vocabulary(fixtures):
     """What the fixtures name: token names and values, and services and clusters as (kind, name, id)."""
-    tokens = set()
+    tokens: set[str] = set()
     for token in fixtures.get("tokens", []):
         tokens.update(str(token[key]) for key in ("name", "value") if token.get(key))
     services = []
@@ -64,7 +64,7 @@ def moment(value):
         seconds = float(value)
     else:
         parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-        seconds = (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).timestamp()
+        seconds = (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
     if not EARLIEST <= seconds <= LAST_START:
         raise ValueError("outside 1970-01-01 .. 9999-01-01 (UTC)")
     return seconds

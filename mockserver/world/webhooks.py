@@ -88,7 +88,7 @@ def target_of(url):
     return Target(f"{parts.scheme}://{host_header}", host, port, tls, path, host_header)
 
 
-_TLS = []
+_TLS: list[ssl.SSLContext] = []     # the process's one client context, made on first use
 
 
 def _tls_context():
@@ -149,8 +149,8 @@ class Lane:
 
     def __init__(self, origin):
         self.origin = origin
-        self.waiting = deque()                 # (delivery, secret, target)
-        self.inflight = {}                     # delivery id -> (delivery, secret)
+        self.waiting: deque[tuple[dict, str | None, Target]] = deque()   # (delivery, secret, target)
+        self.inflight: dict[int, tuple[dict, str | None]] = {}          # delivery id -> (delivery, secret)
         self.workers = 0
 
 
@@ -158,10 +158,10 @@ class Lane:
 class Webhooks:
     def __init__(self, rt):
         self.rt = rt
-        self.deliveries = deque(maxlen=KEEP)
+        self.deliveries: deque[dict] = deque(maxlen=KEEP)
         self.pending = []                      # heap of (due, order, delivery, secret)
         self.forced_failures = []              # [remaining, rule name] from scenarios
-        self.lanes = {}                        # origin -> Lane, while it has work
+        self.lanes: dict[str, Lane] = {}       # origin -> Lane, while it has work
         self.tasks = set()                     # the lanes' workers (a world with any is not quiet)
         self.by_cause = {}                     # call id -> delivery ids, for the journal
         self.next_id = 1
@@ -260,7 +260,7 @@ class Webhooks:
         attempt.update(status_code=None, error=error, duration_ms=0.0)
         self._finish(delivery, secret, attempt)
 
-    async def _work(self, lane):
+    async def _work(self, lane: Lane):
         """A worker of a lane: attempts one after another while the lane has some waiting."""
         try:
             while lane.waiting:

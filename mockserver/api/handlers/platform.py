@@ -43,7 +43,8 @@ def lock_cluster(ctx):
     ttl = None if ttl is None else int(ttl)          # a number of whole days: 5.0 is 5
     public = {"reason": body["reason"]}
     optional(public, "ttl_in_days", ttl)
-    public.update(cluster_id=entry.id, locked_at=iso(ctx.now), owner_name=rt.fake.person_of(ctx.token.name if ctx.token else "fixtures"))
+    owner = rt.fake.person_of(ctx.token.name if ctx.token else "fixtures")
+    public.update(cluster_id=entry.id, locked_at=iso(ctx.now), owner_name=owner)
     entry.meta["lock"] = {"public": public, "expires": ctx.now + ttl * 86400 if ttl else None}
     return public
 

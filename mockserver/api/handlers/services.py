@@ -142,7 +142,8 @@ def build_helm(ctx, body, env):
         built = {"git_repository": _git(ctx, source["git_repository"])}
     else:
         chart = source["helm_repository"]
-        built = {"helm_repository": {"repository_id": chart.get("repository_id") or chart["repository"], "chart_name": chart["chart_name"],
+        built = {"helm_repository": {"repository_id": chart.get("repository_id") or chart["repository"],
+                                     "chart_name": chart["chart_name"],
                                      "chart_version": chart["chart_version"]}}
     values = body.get("values_override") or {}
     override = {name: [list(pair) for pair in values.get(name, [])] for name in ("set", "set_string", "set_json")}

@@ -99,7 +99,8 @@ def resolve(ctx, family, target, scope, ident, kind):
         if scope != level:
             raise ApiError(400, f"{field} names the {family.reference} itself ({target.data['key']}), which is "
                            f"{level}: {kind.lower()}_scope must then be {level}, not {scope}",
-                           [(f"body.{kind.lower()}_scope", f"must be {level} when {field} names the {family.reference}")])
+                           [(f"body.{kind.lower()}_scope",
+                             f"must be {level} when {field} names the {family.reference}")])
         return owner_entry(ctx.rt, target)
     if scope == "BUILT_IN":
         found = store.variables.find(ident, ctx.org) or store.secrets.find(ident, ctx.org)
@@ -344,7 +345,8 @@ def check_level(family, target, scope, kind, where):
                        f"({key} is {level}); {scope} is not lower ({LEVELS_TEXT})", [(where, "must be a lower scope")])
     if kind == "ALIAS" and SCOPE_RANK[scope] > rank(target):
         raise ApiError(400, f"an alias must be at the same scope as the {family.reference} it aliases or lower "
-                       f"({key} is {level}); {scope} is higher ({LEVELS_TEXT})", [(where, "must not be a higher scope")])
+                       f"({key} is {level}); {scope} is higher ({LEVELS_TEXT})",
+                       [(where, "must not be a higher scope")])
 
 
 def not_seen(family, target, place, kind, where):

@@ -1,0 +1,348 @@
+"""The control client: one method per operation of the control API (its `x-client` name), over one seam."""
+
+import hashlib
+import json
+import os
+import re
+import sys
+import time
+
+import httpx
+
+from mockserver.client.files import merge_pacts, write_json
+from mockserver.client.tokens import Tokens, version_mismatch
+
+SANDBOX_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+class MockServerError(AssertionError):
+    """A control call answered with an error status: `status`, the server's `message` and its whole `body`."""
+
+    def __init__(self, method, path, status, body):
+        self.status, self.body = status, body
+        self.message = body.get("message") if isinstance(body, dict) else (str(body).strip() or f"HTTP {status}")
+        super().__init__(f"control API {method} {path} answered {status}: {self.message}")
+
+
+def private_name(sandbox, name):
+    """The name a sandbox's snapshot is stored under, private to it (the same in every language's client)."""
+    return f"{name[:48]}.{hashlib.sha1(f'{sandbox}|{name}'.encode()).hexdigest()[:12]}"
+
+
+def _given(**values):
+    return {key: value for key, value in values.items() if value is not None}
+
+
+class Client:
+    """A handle on a running mock (its root) or on one sandbox of it (`in_sandbox`). Routes of a world (clock,
+    journal, scenarios, snapshots saved and restored, tokens, state, deliveries) act on the handle's sandbox
+    (the default sandbox at the root); health, the sandbox and snapshot registries and the documents on the
+    whole mock. Handles of one mock share one HTTP client; `stop()` on the root also stops a mock it started."""
+
+    def __init__(self, url, *, control_token=None, sandbox=None, tokens=None, http=None, timeout=30.0, owner=None):
+        self.root = str(url).rstrip("/")
+        if sandbox is not None and not SANDBOX_NAME.match(sandbox):
+            raise ValueError(f"not a sandbox name: {sandbox!r} (1 to 64 of A-Z a-z 0-9 _ . -)")
+        self.sandbox = sandbox
+        self.url = f"{self.root}/sandbox/{sandbox}" if sandbox else self.root
+        self.control_token = control_token if control_token is not None else os.environ.get("MOCKSERVER_CONTROL_TOKEN")
+        self.http = http if http is not None else httpx.Client(timeout=timeout)
+        self._tokens = tokens
+        self._owner = owner                        # the process or container this handle started (its root only)
+        self._owns_http = http is None
+        self.private_snapshots = {}                # name given -> name stored, for this sandbox only
+
+    @classmethod
+    def in_process(cls, app, **kwargs):
+        """A client of a MockServer in this process, driving its routes without a socket (its lifespan runs)."""
+        from starlette.testclient import TestClient
+
+        http = TestClient(app, base_url="http://mock", raise_server_exceptions=False).__enter__()
+        tokens = Tokens.of_fixtures(app.settings.fixtures)
+        return cls("http://mock", http=http, tokens=tokens, owner=_Lifespan(http), **kwargs)
+
+    # ---------------------------------------------------------------- the one seam: a control call
+    def _control(self, method, path, *, scoped=True, params=None, json=None, content=None, headers=None,
+                 text=False):
+        url = f"{self.url if scoped else self.root}/_mock{path}"
+        sent = dict(headers or {})
+        if self.control_token:
+            sent["Authorization"] = f"Bearer {self.control_token}"
+        reply = self.http.request(method, url, params=params, json=json, content=content, headers=sent)
+        if reply.status_code >= 400:
+            try:
+                body = reply.json()
+            except ValueError:
+                body = reply.text
+            raise MockServerError(method, path, reply.status_code, body)
+        if text:
+            return reply.text
+        return reply.json() if reply.content else None
+
+    @property
+    def tokens(self):
+        """The mock's tokens (Tokens): those its start page lists, else the package's default fixtures'."""
+        if self._tokens is None:
+            listed = {}
+            try:
+                page = self.http.get(f"{self.root}/", headers={"Accept": "application/json"}).json()
+                listed = (page.get("quick_start") or {}).get("tokens") or {}
+            except (httpx.HTTPError, ValueError, AttributeError):
+                pass
+            self._tokens = Tokens(listed) if Tokens(listed) else Tokens.of_fixtures()
+        return self._tokens
+
+    def headers(self, token="admin"):
+        """`Authorization` for a token of the fixtures: admin/read/write/deploy, its name, or its scope."""
+        return {"Authorization": f"Token {self.tokens[token]}"}
+
+    def wait_until_ready(self, timeout=20.0, alive=None, warn=None):
+        """Poll /_mock/health until it answers 200 (or `timeout` seconds pass, or `alive()` says the server is
+        gone); say in one line when the mock's major.minor differs from this client's. Its health reply."""
+        deadline, problem = time.monotonic() + timeout, "no answer"
+        while time.monotonic() < deadline:
+            if alive is not None and not alive():
+                raise RuntimeError(f"the mock at {self.root} stopped before it was ready")
+            try:
+                health = self._control("GET", "/health", scoped=False)
+            except (httpx.HTTPError, MockServerError) as error:
+                problem = str(error) or type(error).__name__
+                time.sleep(0.05)
+                continue
+            line = version_mismatch(health.get("version", "?"), self.root)
+            if line:
+                (warn or _stderr)(line)
+            return health
+        raise TimeoutError(f"the mock at {self.root} was not ready within {timeout} s: {problem}")
+
+    # ---------------------------------------------------------------- health, state and time
+    def health(self):
+        return self._control("GET", "/health", scoped=False)
+
+    def reset(self, scenarios=False):
+        """Back to the fixtures; journal and deliveries cleared; scenarios kept unless `scenarios`."""
+        return self._control("POST", "/reset", json={"scenarios": scenarios})
+
+    def state(self):
+        return self._control("GET", "/state")
+
+    def export_state(self, secrets="placeholders"):
+        """The world as a fixtures document (YAML text); `secrets="include"` writes secret values in clear."""
+        return self._control("GET", "/state/export", params={"secrets": secrets}, text=True)
+
+    def state_tree(self):
+        return self._control("GET", "/state/tree")
+
+    def clock(self):
+        return self._control("GET", "/clock")
+
+    def advance(self, seconds):
+        return self._control("POST", "/clock/advance", json={"seconds": seconds})
+
+    # ---------------------------------------------------------------- the journal
+    def calls(self, limit=None, **filters):
+        return self._control("GET", "/calls", params=_given(limit=limit, **filters))["results"]
+
+    def clear_calls(self):
+        self._control("DELETE", "/calls")
+
+    def call(self, ident):
+        return self._control("GET", f"/calls/{ident}")
+
+    def call_rows(self, **filters):
+        """The inspector's rows of the journal (`text`, `before`, `since`, `limit` besides the call filters)."""
+        return self._control("GET", "/calls/rows", params=_given(**filters))
+
+    def coverage(self):
+        return self._control("GET", "/calls/coverage")
+
+    def verify(self, times=None, at_least=None, at_most=None, count=None, **filters):
+        """Did calls matching the filters happen `times` (or `count`) times, at least or at most so often? The
+        verdict, with a readable message when it fails. With no bound, at least once."""
+        body = _given(count=times if times is not None else count, at_least=at_least, at_most=at_most,
+                      **filters)
+        return self._control("POST", "/calls/verify", json=body)
+
+    def assert_called(self, times=None, at_least=None, at_most=None, count=None, **filters):
+        result = self.verify(times, at_least, at_most, count, **filters)
+        if not result["ok"]:
+            raise AssertionError(result["message"])
+        return result
+
+    def assert_not_called(self, **filters):
+        return self.assert_called(times=0, **filters)
+
+    # ---------------------------------------------------------------- consumer contracts
+    def export(self, format, **params):
+        """The calls (filtered as `calls`) as a pact or a HAR document (a dict)."""
+        return self._control("GET", "/calls/export", params={"format": format, **{k: str(v) for k, v in
+                                                                                  _given(**params).items()}})
+
+    def export_pact(self, consumer="consumer", provider="idp-platform", spec=4, **filters):
+        return self.export("pact", consumer=consumer, provider=provider, spec=spec, **filters)
+
+    def export_har(self, **filters):
+        return self.export("har", **filters)
+
+    def write_pact(self, path, consumer="consumer", provider="idp-platform", spec=4, merge=True, **filters):
+        """Write the calls as a pact file; with `merge`, into the pact already at `path` (same consumer and
+        provider: its interactions kept, the new ones added). The document written."""
+        document = self.export_pact(consumer=consumer, provider=provider, spec=spec, **filters)
+        return write_json(path, document, merge_pacts if merge else None)
+
+    def write_har(self, path, **filters):
+        return write_json(path, self.export_har(**filters), None)
+
+    def provider_states(self, state=None, params=None, action=None):
+        """The provider-state protocol a Pact verifier calls (state, params, action setup or teardown)."""
+        return self._control("POST", "/provider-states", json=_given(state=state, params=params, action=action))
+
+    # ---------------------------------------------------------------- deployments, webhooks, tokens
+    def deployments(self):
+        return self._control("GET", "/deployments")
+
+    def deliveries(self, **filters):
+        return self._control("GET", "/webhooks/deliveries", params=_given(**filters))["results"]
+
+    def mint_token(self, scopes=("Admin",), ttl_seconds=None, kind="token", organization=None, name=None):
+        body = {"scopes": list(scopes), "kind": kind, **_given(ttl_seconds=ttl_seconds, organization=organization,
+                                                                name=name)}
+        return self._control("POST", "/tokens", json=body)["token"]
+
+    # ---------------------------------------------------------------- scenarios
+    def scenario(self, name, document):
+        """Activate a scenario from YAML text or a dict, under `name` (a dict's own name may be left out)."""
+        if isinstance(document, dict):
+            document = json.dumps({"name": name, **document})
+        return self._control("PUT", f"/scenarios/{name}", content=document.encode(),
+                             headers={"Content-Type": "application/yaml"})
+
+    def activate_scenario(self, document):
+        """Activate a scenario document under the name it declares."""
+        text = json.dumps(document) if isinstance(document, dict) else document
+        return self._control("POST", "/scenarios", content=text.encode(), headers={"Content-Type": "application/yaml"})
+
+    def scenarios(self):
+        return self._control("GET", "/scenarios")["results"]
+
+    def get_scenario(self, name):
+        return self._control("GET", f"/scenarios/{name}")
+
+    def remove_scenario(self, name):
+        self._control("DELETE", f"/scenarios/{name}")
+
+    def scenario_schema(self):
+        return self._control("GET", "/schemas/scenario.json", scoped=False)
+
+    # ---------------------------------------------------------------- sandboxes
+    def sandboxes(self):
+        return self._control("GET", "/sandboxes", scoped=False)["results"]
+
+    def delete_all_sandboxes(self):
+        self._control("DELETE", "/sandboxes", scoped=False)
+
+    def get_sandbox(self, name=None):
+        return self._control("GET", f"/sandboxes/{name or self._own_sandbox()}", scoped=False)
+
+    def create_sandbox(self, name, **options):
+        """A fresh sandbox `name` (from the fixtures, or as the options say: clock, start, seed, rate_limit,
+        scenarios, fixtures, snapshot, journal_body_limit, poll_progress); the server's record of it."""
+        return self._control("PUT", f"/sandboxes/{name}", scoped=False, json=options)
+
+    def in_sandbox(self, name, **options):
+        """A fresh sandbox `name` and a handle scoped to it, on the same mock."""
+        self.create_sandbox(name, **options)
+        tokens = None if options.get("fixtures") else self._tokens
+        return Client(self.root, control_token=self.control_token, sandbox=name, tokens=tokens, http=self.http)
+
+    def delete_sandbox(self, name=None, snapshots=None):
+        """Delete a sandbox (default: this handle's, with the private snapshots saved from it); `snapshots=
+        "delete"` also deletes the shared snapshots saved from it."""
+        if name is None or name == self.sandbox:
+            for stored in self.private_snapshots.values():
+                self._delete_quietly(f"/snapshots/{stored}")
+            self.private_snapshots.clear()
+        self._control("DELETE", f"/sandboxes/{name or self._own_sandbox()}", scoped=False,
+                      params=_given(snapshots=snapshots))
+
+    def reset_sandbox(self, name=None, scenarios=False):
+        return self._control("POST", f"/sandboxes/{name or self._own_sandbox()}/reset", scoped=False,
+                             json={"scenarios": scenarios})
+
+    def _own_sandbox(self):
+        if not self.sandbox:
+            raise ValueError("name the sandbox: this handle is the mock's root, not a sandbox")
+        return self.sandbox
+
+    # ---------------------------------------------------------------- snapshots
+    def snapshots(self):
+        return self._control("GET", "/snapshots", scoped=False)["results"]
+
+    def snapshot(self, name, journal=False, replace=True, shared=False):
+        """Save this sandbox's world under `name`, to `restore(name)` later. Snapshots live in the server, shared
+        by every sandbox: on a sandbox handle the name is made private to it (tests running in parallel may use
+        the same name) and the snapshot goes with the sandbox; `shared=True` keeps the plain name, for other
+        sandboxes to start from (`in_sandbox(other, snapshot=name)`). Without `journal` the snapshot keeps no
+        calls, so a restore empties the journal."""
+        stored = name
+        if self.sandbox and not shared:
+            stored = self.private_snapshots[name] = private_name(self.sandbox, name)
+        return self._control("POST", "/snapshots", json={"name": stored, "journal": journal, "replace": replace,
+                                                         "private": stored != name})
+
+    def restore(self, name):
+        return self._control("POST", f"/snapshots/{self.private_snapshots.get(name, name)}/restore")
+
+    def get_snapshot(self, name):
+        return self._control("GET", f"/snapshots/{self.private_snapshots.get(name, name)}", scoped=False)
+
+    def delete_snapshot(self, name):
+        self._control("DELETE", f"/snapshots/{self.private_snapshots.pop(name, name)}", scoped=False)
+
+    def _delete_quietly(self, path):
+        try:
+            self._control("DELETE", path, scoped=False)
+        except MockServerError as error:
+            if error.status != 404:
+                raise
+
+    # ---------------------------------------------------------------- documents and the page
+    def control_document(self):
+        return self._control("GET", "/openapi.json", scoped=False)
+
+    def inspector_url(self):
+        """The inspector's page for this handle's sandbox (open it in a browser)."""
+        return f"{self.url}/_mock/ui"
+
+    # ---------------------------------------------------------------- the end
+    def close(self):
+        """Let go of the HTTP client (when this handle made it)."""
+        if self._owns_http:
+            self.http.close()
+
+    def stop(self):
+        """Close, and stop the mock this handle started (a process or a container); a connected mock runs on."""
+        self.close()
+        if self._owner is not None:
+            self._owner.stop()
+            self._owner = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def _stderr(line):
+    print(line, file=sys.stderr, flush=True)
+
+
+class _Lifespan:
+    """An in-process mock's test client: leaving it runs the app's shutdown."""
+
+    def __init__(self, http):
+        self.http = http
+
+    def stop(self):
+        self.http.__exit__(None, None, None)
