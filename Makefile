@@ -10,7 +10,8 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	# setuptools prints a page of advice on every editable install (not a problem of this package): left out
+	PYTHONWARNINGS=ignore::UserWarning $(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
 serve: $(STAMP)

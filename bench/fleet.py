@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark of cost at fleet scale: does any request's cost grow with the world, and does memory stay
-bounded? The evidence for "Flat cost at fleet scale". Compares a baseline commit ("before") with the
-checkout ("after").
+bounded? The evidence for the fleet-scale targets (docs/performance.md). Compares a baseline commit
+("before") with the checkout ("after").
 
     .venv/bin/python bench/fleet.py                          # both parts, about 8 minutes
     .venv/bin/python bench/fleet.py --only mix --seconds 600 --sandboxes 50   # the 10-minute memory target
@@ -48,10 +48,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "probe"))
-import fleet_growth  # noqa: E402  (its families, for the report's labels; it imports no mockserver here)
-import fleet_load  # noqa: E402  (its request mix, for the report)
-import gcpauses  # noqa: E402
-import run  # noqa: E402  (RATE, the venv's python, call, stop, rss_mib, cpu_seconds)
+import fleet_growth  # its families, for the report's labels; it imports no mockserver here
+import fleet_load  # its request mix, for the report
+import gcpauses
+import run  # RATE, the venv's python, call, stop, rss_mib, cpu_seconds
 
 BENCH, ROOT, RESULTS = run.BENCH, run.ROOT, run.RESULTS
 PROBE = BENCH / "probe"

@@ -35,7 +35,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "probe"))
-import gcpauses  # noqa: E402
+import gcpauses
 
 ORG = "8d3e6a4b-1f2c-4b7a-9e1d-3c5f7a9b2d10"
 PROJECT = "2f6b8d0a-4c1e-4b3d-9a5f-7e9c1b3d5f63"       # storefront

@@ -33,7 +33,7 @@ from collections import Counter, deque
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "probe"))
-import gcpauses  # noqa: E402
+import gcpauses
 
 try:
     import orjson

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Micro-benchmarks behind the library choices of the request path (figures in BENCHMARKS.md).
+"""Micro-benchmarks behind the library choices of the request path (figures in docs/performance.md).
 
     .venv/bin/python bench/micro.py
 

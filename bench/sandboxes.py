@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark of sandboxes and snapshots (figures in BENCHMARKS.md, "Sandboxes" and "Snapshots").
+"""Benchmark of sandboxes and snapshots (method and figures in docs/performance.md).
 
     .venv/bin/python bench/sandboxes.py                  # everything, about 9 minutes
     .venv/bin/python bench/sandboxes.py --only create,rss  # some parts: create, lookup, load, rss, snapshots
@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run  # noqa: E402  (the helpers of bench/run.py: start, stop, wrk binary, rss)
+import run  # the helpers of bench/run.py: start, stop, wrk binary, rss
 
 BENCH, ROOT, RESULTS = run.BENCH, run.ROOT, run.RESULTS
 RATE = run.RATE

@@ -5,7 +5,8 @@
 A world is filled through the request path (POST project) to each level. Then, with a server whose
 `--state-file` is a temporary file: the time `Saver.tick()` holds the event loop (the fork of the
 child that writes the file: what requests wait for), the time until the child has written and
-renamed the file (the save, off the request path), and `persistence.restore` of that file (start-up).
+renamed the file (the save, off the request path), and `statefile.restore` of that file (start-up;
+mockserver/sandboxes/statefile.py).
 """
 
 import argparse

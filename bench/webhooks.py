@@ -28,7 +28,6 @@ import http.server
 import json
 import os
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,7 +36,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run  # noqa: E402  (ROOT, RESULTS, PYTHON, RATE, TOKEN, ORG, APP, call, stop)
+import run  # ROOT, RESULTS, PYTHON, RATE, TOKEN, ORG, APP, call, stop
 
 ROOT, RESULTS, PYTHON = run.ROOT, run.RESULTS, run.PYTHON
 EVENTS = ["DEPLOYMENT_STARTED", "DEPLOYMENT_SUCCEEDED"]

@@ -56,7 +56,7 @@ def choose(scope):
 
 
 class Sandbox:
-    """A name and its world. An idle, quiet world may sleep: it is then kept as compressed bytes (about a tenth
+    """A name and its world. An idle, quiet world may sleep: it is then kept as compressed bytes (a small part
     of the memory it holds awake; docs/performance.md) and woken by the next use of `rt`. What the listing
     shows of a sleeping sandbox was noted when it fell asleep."""
 
