@@ -1,6 +1,6 @@
 # Mock server of the Infrastructure Deployment Platform API.
-#   docker build -t idp-mockserver .
-#   docker run --rm -p 8080:8080 idp-mockserver
+#   docker build -t idp-mockserver:local .
+#   docker run --rm -p 8080:8080 idp-mockserver:local
 # Mount your own fixtures over /srv/mockserver/fixtures, your scenarios over /srv/mockserver/scenarios
 # (and set MOCKSERVER_SCENARIOS=/srv/mockserver/scenarios to activate them).
 # Keep sandboxes and snapshots across restarts: -v mockstate:/srv/mockserver/state
@@ -22,6 +22,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY mockserver/ mockserver/
 COPY fixtures/ fixtures/
+COPY scenarios/ scenarios/
 RUN pip install --no-cache-dir . \
     && rm -rf /src
 

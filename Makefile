@@ -26,7 +26,7 @@ test: $(STAMP)
 contract: $(STAMP)
 	.ci/contract $(BIN)/python
 
-# exits 77 (make then says "Error 77") when the container-smoke tool is not there: a skip, never a pass
+# exits 77 (make then says "Error 77") when no Docker engine can be had here (.ci/docker-engine): a skip, never a pass
 container-smoke:
 	.ci/container-smoke
 

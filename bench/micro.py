@@ -60,7 +60,10 @@ row("tree lookup of a deep path (used)",
                                "7f9b1d3e-5a7c-4e9f-9b1d-3e5a7c9f1b3d/override"))
 
 
-def linear(method, path, table=[(op.method, op.template.split("/")) for op in spec.operations.values()]):
+LINEAR = [(op.method, op.template.split("/")) for op in spec.operations.values()]
+
+
+def linear(method, path, table=LINEAR):
     parts = path.split("/")
     for m, segments in table:
         if m == method and len(segments) == len(parts) and all(

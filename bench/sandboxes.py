@@ -203,7 +203,7 @@ def create_reset(args, port):
         for i in range(20):
             client.timed("PUT", f"/_mock/sandboxes/w{i}")
             client.timed("DELETE", f"/_mock/sandboxes/w{i}")
-        for r in range(args.rounds):
+        for _ in range(args.rounds):
             runs["health"].append([client.timed("GET", "/_mock/health") for _ in range(n)])
             runs["put"].append([client.timed("PUT", f"/_mock/sandboxes/h{i}") for i in range(n)])
             runs["reset"].append([client.timed("POST", f"/_mock/sandboxes/h{i % 10}/reset") for i in range(n)])
@@ -437,7 +437,7 @@ def lookup(args, port):
     got = {label: [] for label, *_ in variants}
     lookups = {}
     try:
-        for rep in range(args.runs):
+        for _ in range(args.runs):
             for label, mode, env, cwd in variants:
                 done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--inproc", mode,
                                        "--samples", str(args.inproc_n), "--rounds", "3"], capture_output=True,
@@ -561,7 +561,7 @@ def snapshots(args, port):
         data = freeze(rt, server.shared)
         freezes, thaws, saves = [], [], []
         with tempfile.TemporaryDirectory() as tmp:
-            for i in range(reps):
+            for _ in range(reps):
                 t0 = time.perf_counter()
                 data = freeze(rt, server.shared)
                 t1 = time.perf_counter()

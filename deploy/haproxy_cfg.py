@@ -94,7 +94,7 @@ backend ring
     balance hash var(txn.sandbox)
     hash-type consistent sdbm avalanche
 """)
-    for n, (name, _) in enumerate(replicas, start=1):
+    for name, _ in replicas:
         out.append(f"    use-server {name} if {{ path_beg /_replicas/{name}/ }} || {{ path /_replicas/{name} }}\n")
     for n, (name, _) in enumerate(replicas, start=1):
         out.append(f"    server {name} abns@{hop_prefix}-{name} id {n} weight 100\n")

@@ -46,7 +46,7 @@ class Client:
         self.sandbox = sandbox
         self.url = f"{self.root}/sandbox/{sandbox}" if sandbox else self.root
         self.control_token = control_token if control_token is not None else os.environ.get("MOCKSERVER_CONTROL_TOKEN")
-        self.http = http if http is not None else httpx.Client(timeout=timeout)
+        self.http = http if http is not None else httpx.Client(base_url=self.url, timeout=timeout)
         self._tokens = tokens
         self._owner = owner                        # the process or container this handle started (its root only)
         self._owns_http = http is None
@@ -250,10 +250,14 @@ class Client:
         return self._control("PUT", f"/sandboxes/{name}", scoped=False, json=options)
 
     def in_sandbox(self, name, **options):
-        """A fresh sandbox `name` and a handle scoped to it, on the same mock."""
+        """A fresh sandbox `name` and a handle scoped to it, on the same mock. Over the network the handle has an
+        HTTP client of its own whose relative URLs are the sandbox's (`box.http.get("/organization")`); in
+        process it shares the mock's."""
         self.create_sandbox(name, **options)
         tokens = None if options.get("fixtures") else self._tokens
-        return Client(self.root, control_token=self.control_token, sandbox=name, tokens=tokens, http=self.http)
+        shared = self.http if isinstance(self._owner, _Lifespan) else None
+        return Client(self.root, control_token=self.control_token, sandbox=name, tokens=tokens, http=shared,
+                      timeout=self.http.timeout)
 
     def delete_sandbox(self, name=None, snapshots=None):
         """Delete a sandbox (default: this handle's, with the private snapshots saved from it); `snapshots=

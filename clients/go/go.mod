@@ -1,0 +1,3 @@
+module idp-mockserver/clients/go
+
+go 1.19

@@ -1,0 +1,139 @@
+package mockclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// TB is the part of testing.TB the assertions use (testing.T, testing.B and testing.F have it).
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// AssertCalled fails the test (t.Fatalf) with the server's message unless calls matching the filter
+// happened as many times as counts say (Times, AtLeast, AtMost; none: at least once).
+func (c *Client) AssertCalled(t TB, filter Filter, counts ...Count) *VerifyResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	result, err := c.Verify(ctx, filter, counts...)
+	if err != nil {
+		t.Fatalf("%v", err)
+		return nil
+	}
+	if !result.OK {
+		t.Fatalf("%s", result.Message)
+	}
+	return result
+}
+
+// AssertNotCalled fails the test (t.Fatalf) with the server's message when a call matches the filter.
+func (c *Client) AssertNotCalled(t TB, filter Filter) *VerifyResult {
+	t.Helper()
+	return c.AssertCalled(t, filter, Times(0))
+}
+
+// ExportPact is Export with format "pact": the sandbox's calls as a consumer contract.
+func (c *Client) ExportPact(ctx context.Context, opts ExportOptions) (Object, error) {
+	return c.Export(ctx, "pact", opts)
+}
+
+// ExportHAR is Export with format "har": the sandbox's calls as a HAR 1.2 log.
+func (c *Client) ExportHAR(ctx context.Context, filter Filter) (Object, error) {
+	return c.Export(ctx, "har", ExportOptions{Filter: filter})
+}
+
+// WritePact writes the sandbox's calls as a pact file at path, merged (unless opts.NoMerge) into the pact
+// already there (same consumer and provider: its interactions kept, the new ones added), as the Python
+// plugin does. Writers of one file take turns under the lock file path.lock, deleted when done. It
+// returns the document written.
+func (c *Client) WritePact(ctx context.Context, path string, opts PactOptions) (Object, error) {
+	document, err := c.ExportPact(ctx, opts.ExportOptions)
+	if err != nil {
+		return nil, err
+	}
+	merge := MergePacts
+	if opts.NoMerge {
+		merge = nil
+	}
+	return writeJSON(path, document, merge)
+}
+
+// WriteHAR writes the sandbox's calls as a HAR 1.2 log at path.
+func (c *Client) WriteHAR(ctx context.Context, path string, filter Filter) (Object, error) {
+	document, err := c.ExportHAR(ctx, filter)
+	if err != nil {
+		return nil, err
+	}
+	return writeJSON(path, document, nil)
+}
+
+// Token is the value of a default token of the sandbox's fixtures, by the fixtures' name (admin,
+// reader, writer, deployer), its short name (read, write, deploy) or its scope (Admin, Read, Write,
+// Deploy), in any case. The tokens are those the server lists on its start page (GET / of the
+// sandbox), else the default fixtures' own.
+func (c *Client) Token(name string) (string, error) {
+	c.tokensOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c.tokens = c.fetchTokens(ctx)
+	})
+	return c.tokens.lookup(name)
+}
+
+// Headers is the Authorization header of a default token (see Token): "Token <value>".
+func (c *Client) Headers(name string) (http.Header, error) {
+	token, err := c.Token(name)
+	if err != nil {
+		return nil, err
+	}
+	return http.Header{"Authorization": {"Token " + token}}, nil
+}
+
+// InSandbox creates sandbox name fresh (from the fixtures, or with the options) on the same mock, and
+// returns a handle on it (CreateSandbox, then a handle). Delete it with Delete.
+func (c *Client) InSandbox(ctx context.Context, name string, opts SandboxOptions) (*Client, error) {
+	if _, err := c.CreateSandbox(ctx, name, opts); err != nil {
+		return nil, fmt.Errorf("could not create sandbox %s: %w", name, err)
+	}
+	return c.Sandbox(name), nil
+}
+
+// Sandbox returns a handle on sandbox name of the same mock without creating it (InSandbox creates it).
+func (c *Client) Sandbox(name string) *Client {
+	return &Client{s: c.s, sandbox: name, base: c.s.root + "/sandbox/" + name}
+}
+
+// Delete deletes the handle's sandbox and the private snapshots saved through the handle.
+func (c *Client) Delete(ctx context.Context) error {
+	if c.sandbox == "" {
+		return errors.New("mockclient: Delete: this handle is on the whole mock, not on a sandbox")
+	}
+	c.mu.Lock()
+	stored := make([]string, 0, len(c.private))
+	for _, name := range c.private {
+		stored = append(stored, name)
+	}
+	c.private = nil
+	c.mu.Unlock()
+	var problems []string
+	for _, name := range stored {
+		// the server deletes private snapshots with their sandbox; this also covers older servers
+		err := c.do(ctx, request{method: "DELETE", path: "/snapshots/" + name, global: true}, nil)
+		if err != nil && StatusOf(err) != http.StatusNotFound {
+			problems = append(problems, err.Error())
+		}
+	}
+	if err := c.DeleteSandbox(ctx, c.sandbox, false); err != nil && StatusOf(err) != http.StatusNotFound {
+		problems = append(problems, err.Error())
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,397 @@
+package mockclient
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// One method per operation of the control API, named after its x-client name, in the document's order.
+// Per-sandbox operations act on the handle's sandbox; Health, the sandboxes routes, Snapshots,
+// ScenarioSchema and ControlDocument act on the whole mock.
+
+// Health is GET /_mock/health: the server is up, its version and clock mode.
+func (c *Client) Health(ctx context.Context) (*Health, error) {
+	var out Health
+	return &out, c.do(ctx, request{method: "GET", path: "/health", global: true}, &out)
+}
+
+// Reset is POST /_mock/reset: the sandbox back to the world it was made with, journal and deliveries
+// cleared; with scenarios, its active scenarios removed too. The clock stays where it is.
+func (c *Client) Reset(ctx context.Context, scenarios bool) (Object, error) {
+	var out Object
+	return out, c.do(ctx, request{method: "POST", path: "/reset", body: Object{"scenarios": scenarios}}, &out)
+}
+
+// State is GET /_mock/state: record counts per table, token names, active deployments, journal size.
+func (c *Client) State(ctx context.Context) (Object, error) {
+	var out Object
+	return out, c.do(ctx, request{method: "GET", path: "/state"}, &out)
+}
+
+// ExportState is GET /_mock/state/export: the state as a fixtures YAML document. With includeSecrets
+// the secret values are written in clear (never commit such an export).
+func (c *Client) ExportState(ctx context.Context, includeSecrets bool) (string, error) {
+	query := url.Values{}
+	if includeSecrets {
+		query.Set("secrets", "include")
+	}
+	var out string
+	return out, c.do(ctx, request{method: "GET", path: "/state/export", query: query, accept: "application/yaml"}, &out)
+}
+
+// StateTree is GET /_mock/state/tree: organization -> projects -> environments -> services, with counts.
+func (c *Client) StateTree(ctx context.Context) (Object, error) {
+	var out Object
+	return out, c.do(ctx, request{method: "GET", path: "/state/tree"}, &out)
+}
+
+// Clock is GET /_mock/clock.
+func (c *Client) Clock(ctx context.Context) (*Clock, error) {
+	var out Clock
+	return &out, c.do(ctx, request{method: "GET", path: "/clock"}, &out)
+}
+
+// Advance is POST /_mock/clock/advance: moves the sandbox's clock forward; due deployment steps, events
+// and webhook retries happen.
+func (c *Client) Advance(ctx context.Context, by time.Duration) (*Clock, error) {
+	var out Clock
+	return &out, c.do(ctx, request{method: "POST", path: "/clock/advance",
+		body: Object{"seconds": by.Seconds()}}, &out)
+}
+
+// Calls is GET /_mock/calls: the journal entries matching every field of the filter, oldest first.
+func (c *Client) Calls(ctx context.Context, filter Filter) ([]Call, error) {
+	var out struct {
+		Results []Call `json:"results"`
+	}
+	return out.Results, c.do(ctx, request{method: "GET", path: "/calls", query: filter.query()}, &out)
+}
+
+// ClearCalls is DELETE /_mock/calls: empties the journal.
+func (c *Client) ClearCalls(ctx context.Context) error {
+	return c.do(ctx, request{method: "DELETE", path: "/calls"}, nil)
+}
+
+// Verify is POST /_mock/calls/verify: did calls matching the filter happen as many times as counts say
+// (Times, AtLeast, AtMost; none: at least once)? A verdict that is not ok is no error: see AssertCalled.
+func (c *Client) Verify(ctx context.Context, filter Filter, counts ...Count) (*VerifyResult, error) {
+	body := Object{}
+	for key, value := range filter.fields() {
+		body[key] = value
+	}
+	for _, count := range counts {
+		if count.key == "" {
+			return nil, errors.New("mockclient: Verify: use Times(n), AtLeast(n) or AtMost(n)")
+		}
+		body[count.key] = count.n
+	}
+	var out VerifyResult
+	return &out, c.do(ctx, request{method: "POST", path: "/calls/verify", body: body}, &out)
+}
+
+// Coverage is GET /_mock/calls/coverage: per documented operation, the journal's calls by status and
+// whether one answered 2xx.
+func (c *Client) Coverage(ctx context.Context) (Object, error) {
+	var out Object
+	return out, c.do(ctx, request{method: "GET", path: "/calls/coverage"}, &out)
+}
+
+// Export is GET /_mock/calls/export: the sandbox's calls as a pact (format "pact") or a HAR 1.2 log
+// (format "har"). ExportPact and ExportHAR say it shorter.
+func (c *Client) Export(ctx context.Context, format string, opts ExportOptions) (Object, error) {
+	var out Object
+	return out, c.do(ctx, request{method: "GET", path: "/calls/export", query: opts.query(format)}, &out)
+}
+
+// ProviderStates is POST /_mock/provider-states, the Pact verifier's state-change URL: makes a provider
+// state true in the sandbox.
+func (c *Client) ProviderStates(ctx context.Context, state ProviderState) (Object, error) {
+	var out Object
+	return out, c.do(ctx, request{method: "POST", path: "/provider-states", body: state}, &out)
+}
+
+// CallRows is GET /_mock/calls/rows: journal rows without headers or bodies, newest first, paged.
+func (c *Client) CallRows(ctx context.Context, filter RowsFilter) (Object, error) {
+	query := url.Values{}
+	for key, value := range map[string]string{"method": filter.Method, "status": filter.Status,
+		"operation": filter.Operation, "path": filter.Path, "text": filter.Text} {
+		if value != "" {
+			query.Set(key, value)
+		}
+	}
+	for key, value := range map[string]int{"before": filter.Before, "since": filter.Since, "limit": filter.Limit} {
+		if value != 0 {
+			query.Set(key, strconv.Itoa(value))
+		}
+	}
+	var out Object
+	return out, c.do(ctx, request{method: "GET", path: "/calls/rows", query: query}, &out)
+}
+
+// Call is GET /_mock/calls/{id}: one journal entry in full.
+func (c *Client) Call(ctx context.Context, id int) (*Call, error) {
+	var out Call
+	return &out, c.do(ctx, request{method: "GET", path: "/calls/" + strconv.Itoa(id)}, &out)
+}
+
+// Deployments is GET /_mock/deployments: every deployment request by environment on the sandbox's
+// clock (state intervals, steps, outcome, queue).
+func (c *Client) Deployments(ctx context.Context) (Object, error) {
+	var out Object
+	return out, c.do(ctx, request{method: "GET", path: "/deployments"}, &out)
+}
+
+// ActivateScenario is POST /_mock/scenarios: activates (or replaces) a scenario from a YAML (or JSON)
+// document, under the name it declares.
+func (c *Client) ActivateScenario(ctx context.Context, document string) (*Scenario, error) {
+	var out Scenario
+	return &out, c.do(ctx, request{method: "POST", path: "/scenarios", body: []byte(document),
+		contentType: documentType([]byte(document))}, &out)
+}
+
+// Scenarios is GET /_mock/scenarios: the active scenarios with their rules and counters.
+func (c *Client) Scenarios(ctx context.Context) ([]Scenario, error) {
+	var out struct {
+		Results []Scenario `json:"results"`
+	}
+	return out.Results, c.do(ctx, request{method: "GET", path: "/scenarios"}, &out)
+}
+
+// GetScenario is GET /_mock/scenarios/{name}: one active scenario.
+func (c *Client) GetScenario(ctx context.Context, name string) (*Scenario, error) {
+	var out Scenario
+	return &out, c.do(ctx, request{method: "GET", path: "/scenarios/" + url.PathEscape(name)}, &out)
+}
+
+// Scenario is PUT /_mock/scenarios/{name}: activates (or replaces) a scenario. The document is YAML or
+// JSON text (a string or []byte, sent as it is: its name must be name), or any other value, sent as
+// JSON with "name" set to name when it is an object without one.
+func (c *Client) Scenario(ctx context.Context, name string, document any) (*Scenario, error) {
+	var body []byte
+	switch value := document.(type) {
+	case string:
+		body = []byte(value)
+	case []byte:
+		body = value
+	default:
+		encoded, err := json.Marshal(value)
+		if err != nil {
+			return nil, fmt.Errorf("mockclient: scenario %s: %v", name, err)
+		}
+		var object Object
+		if json.Unmarshal(encoded, &object) == nil && object != nil {
+			if _, named := object["name"]; !named {
+				object["name"] = name
+				encoded, _ = json.Marshal(object)
+			}
+		}
+		body = encoded
+	}
+	var out Scenario
+	return &out, c.do(ctx, request{method: "PUT", path: "/scenarios/" + url.PathEscape(name), body: body,
+		contentType: documentType(body)}, &out)
+}
+
+// RemoveScenario is DELETE /_mock/scenarios/{name}: deactivates a scenario.
+func (c *Client) RemoveScenario(ctx context.Context, name string) error {
+	return c.do(ctx, request{method: "DELETE", path: "/scenarios/" + url.PathEscape(name)}, nil)
+}
+
+func documentType(document []byte) string {
+	trimmed := bytes.TrimSpace(document)
+	if len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed) {
+		return "application/json"
+	}
+	return "application/yaml"
+}
+
+// Deliveries is GET /_mock/webhooks/deliveries: webhook deliveries with every attempt.
+func (c *Client) Deliveries(ctx context.Context, filter DeliveryFilter) ([]Delivery, error) {
+	query := url.Values{}
+	for key, value := range map[string]string{"webhook_id": filter.WebhookID, "event_type": filter.EventType,
+		"status": filter.Status} {
+		if value != "" {
+			query.Set(key, value)
+		}
+	}
+	var out struct {
+		Results []Delivery `json:"results"`
+	}
+	return out.Results, c.do(ctx, request{method: "GET", path: "/webhooks/deliveries", query: query}, &out)
+}
+
+// MintToken is POST /_mock/tokens: mints an API token (or an HS256 JWT) in the sandbox. Its value is
+// the reply's Token.
+func (c *Client) MintToken(ctx context.Context, opts TokenOptions) (*Token, error) {
+	scopes, kind := opts.Scopes, opts.Kind
+	if len(scopes) == 0 {
+		scopes = []string{"Admin"}
+	}
+	if kind == "" {
+		kind = "token"
+	}
+	body := Object{"scopes": scopes, "kind": kind}
+	if opts.TTL > 0 {
+		body["ttl_seconds"] = opts.TTL.Seconds()
+	}
+	if opts.Organization != "" {
+		body["organization"] = opts.Organization
+	}
+	if opts.Name != "" {
+		body["name"] = opts.Name
+	}
+	var out Token
+	return &out, c.do(ctx, request{method: "POST", path: "/tokens", body: body}, &out)
+}
+
+// Sandboxes is GET /_mock/sandboxes: every live sandbox of the mock.
+func (c *Client) Sandboxes(ctx context.Context) ([]SandboxInfo, error) {
+	var out struct {
+		Results []SandboxInfo `json:"results"`
+	}
+	return out.Results, c.do(ctx, request{method: "GET", path: "/sandboxes", global: true}, &out)
+}
+
+// DeleteAllSandboxes is DELETE /_mock/sandboxes: every sandbox but default deleted, default reset.
+func (c *Client) DeleteAllSandboxes(ctx context.Context) error {
+	return c.do(ctx, request{method: "DELETE", path: "/sandboxes", global: true}, nil)
+}
+
+// GetSandbox is GET /_mock/sandboxes/{name}.
+func (c *Client) GetSandbox(ctx context.Context, name string) (*SandboxInfo, error) {
+	var out SandboxInfo
+	return &out, c.do(ctx, request{method: "GET", path: "/sandboxes/" + url.PathEscape(name), global: true}, &out)
+}
+
+// CreateSandbox is PUT /_mock/sandboxes/{name}: creates the sandbox, or replaces it with a fresh one,
+// with the options. InSandbox does the same and returns a handle on it.
+func (c *Client) CreateSandbox(ctx context.Context, name string, opts SandboxOptions) (*SandboxInfo, error) {
+	var out SandboxInfo
+	return &out, c.do(ctx, request{method: "PUT", path: "/sandboxes/" + url.PathEscape(name), global: true,
+		body: opts}, &out)
+}
+
+// DeleteSandbox is DELETE /_mock/sandboxes/{name}: deletes the sandbox and its private snapshots; with
+// deleteSnapshots, every snapshot saved from it, shared ones too.
+func (c *Client) DeleteSandbox(ctx context.Context, name string, deleteSnapshots bool) error {
+	query := url.Values{}
+	if deleteSnapshots {
+		query.Set("snapshots", "delete")
+	}
+	return c.do(ctx, request{method: "DELETE", path: "/sandboxes/" + url.PathEscape(name), global: true,
+		query: query}, nil)
+}
+
+// ResetSandbox is POST /_mock/sandboxes/{name}/reset, the same as Reset on a handle of that sandbox.
+func (c *Client) ResetSandbox(ctx context.Context, name string, scenarios bool) (*SandboxInfo, error) {
+	var out SandboxInfo
+	return &out, c.do(ctx, request{method: "POST", path: "/sandboxes/" + url.PathEscape(name) + "/reset",
+		global: true, body: Object{"scenarios": scenarios}}, &out)
+}
+
+// Snapshots is GET /_mock/snapshots: every snapshot of the mock (shared by all sandboxes), the built-in
+// fixtures first.
+func (c *Client) Snapshots(ctx context.Context) ([]SnapshotInfo, error) {
+	var out struct {
+		Results []SnapshotInfo `json:"results"`
+	}
+	return out.Results, c.do(ctx, request{method: "GET", path: "/snapshots", global: true}, &out)
+}
+
+// Snapshot is POST /_mock/snapshots: saves the sandbox's whole world under name, to Restore(name) later.
+// On a sandbox handle the snapshot is private to the sandbox unless opts.Shared (see SnapshotOptions).
+// It replaces a snapshot of that name unless opts.NoReplace.
+func (c *Client) Snapshot(ctx context.Context, name string, opts SnapshotOptions) (*SnapshotInfo, error) {
+	stored := name
+	if c.sandbox != "" && !opts.Shared {
+		stored = PrivateSnapshotName(c.sandbox, name)
+	}
+	var out SnapshotInfo
+	err := c.do(ctx, request{method: "POST", path: "/snapshots", body: Object{"name": stored,
+		"journal": opts.Journal, "replace": !opts.NoReplace, "private": stored != name}}, &out)
+	if err == nil && stored != name {
+		c.mu.Lock()
+		if c.private == nil {
+			c.private = map[string]string{}
+		}
+		c.private[name] = stored
+		c.mu.Unlock()
+	}
+	return &out, err
+}
+
+// PrivateSnapshotName is the name a sandbox's private snapshot is stored under (the same as the Python
+// plugin's): the name given (48 characters at most), a dot, and 12 hex digits of sha1("sandbox|name").
+func PrivateSnapshotName(sandbox, name string) string {
+	digest := sha1.Sum([]byte(sandbox + "|" + name))
+	head := name
+	if len(head) > 48 {
+		head = head[:48]
+	}
+	return head + "." + hex.EncodeToString(digest[:])[:12]
+}
+
+// stored is the name a snapshot saved through this handle is stored under.
+func (c *Client) stored(name string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if stored, ok := c.private[name]; ok {
+		return stored
+	}
+	return name
+}
+
+// GetSnapshot is GET /_mock/snapshots/{name} (a private snapshot of the handle by the name it was given).
+func (c *Client) GetSnapshot(ctx context.Context, name string) (*SnapshotInfo, error) {
+	var out SnapshotInfo
+	return &out, c.do(ctx, request{method: "GET", path: "/snapshots/" + url.PathEscape(c.stored(name))}, &out)
+}
+
+// DeleteSnapshot is DELETE /_mock/snapshots/{name} (a private snapshot of the handle by the name it was
+// given).
+func (c *Client) DeleteSnapshot(ctx context.Context, name string) error {
+	err := c.do(ctx, request{method: "DELETE", path: "/snapshots/" + url.PathEscape(c.stored(name))}, nil)
+	if err == nil {
+		c.mu.Lock()
+		delete(c.private, name)
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// Restore is POST /_mock/snapshots/{name}/restore: the sandbox's world replaced with the snapshot (a
+// private one of the handle by the name it was given); its clock goes on from the saved moment.
+func (c *Client) Restore(ctx context.Context, name string) (Object, error) {
+	var out Object
+	return out, c.do(ctx, request{method: "POST", path: "/snapshots/" + url.PathEscape(c.stored(name)) + "/restore"}, &out)
+}
+
+// InspectorURL is the address of the inspector page of the handle's sandbox (GET /_mock/ui), after
+// checking that it answers.
+func (c *Client) InspectorURL(ctx context.Context) (string, error) {
+	var page []byte
+	if err := c.do(ctx, request{method: "GET", path: "/ui", accept: "text/html"}, &page); err != nil {
+		return "", err
+	}
+	return c.base + "/_mock/ui", nil
+}
+
+// ScenarioSchema is GET /_mock/schemas/scenario.json: the JSON Schema of scenario files.
+func (c *Client) ScenarioSchema(ctx context.Context) (Object, error) {
+	var out Object
+	return out, c.do(ctx, request{method: "GET", path: "/schemas/scenario.json", global: true}, &out)
+}
+
+// ControlDocument is GET /_mock/openapi.json: the control API's OpenAPI document.
+func (c *Client) ControlDocument(ctx context.Context) (Object, error) {
+	var out Object
+	return out, c.do(ctx, request{method: "GET", path: "/openapi.json", global: true}, &out)
+}

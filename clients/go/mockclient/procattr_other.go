@@ -1,0 +1,7 @@
+//go:build !linux
+
+package mockclient
+
+import "syscall"
+
+func processAttributes() *syscall.SysProcAttr { return nil }

@@ -1,0 +1,106 @@
+// The per-test sandbox: node:test's t.after, hooks (beforeEach/afterEach), names, a control token.
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, describe, it, test } from 'node:test';
+
+import { MockServerError, SANDBOX_NAME, majorMinor, VERSION, sandboxFor, sandboxName, startLocal, useSandbox } from '../index.js';
+import { APP, ORG, api, localMockForFile } from './support.js';
+
+const server = localMockForFile();
+
+test('the client\'s version is the mock\'s (major.minor)', async () => {
+  assert.equal(majorMinor((await server.mock.health()).version), majorMinor(VERSION));
+});
+
+test('useSandbox(t): a fresh sandbox from the fixtures for the test, deleted at its end', async (t) => {
+  let name;
+  await t.test('inner test', async (inner) => {
+    const sb = await useSandbox(inner, server.ready);
+    name = sb.sandbox;
+    assert.match(name, /inner-test-[0-9a-f]{10}$/, 'named after the test');
+    assert.equal(sb.url, `${server.mock.root}/sandbox/${name}`);
+    const record = await sb.getSandbox();
+    assert.equal(record.source, 'fixtures');
+    assert.equal(record.clock.mode, 'manual');
+    await api(sb.url, 'POST', `/organization/${ORG}/project`, { json: { name: 'inner' } });
+    await sb.snapshot('inner-snapshot');
+  });
+  const error = await server.mock.getSandbox(name).catch((caught) => caught);
+  assert.ok(error instanceof MockServerError && error.status === 404, `${name} was deleted after the test`);
+  const left = (await server.mock.snapshots()).filter((s) => s.sandbox === name);
+  assert.deepEqual(left, [], 'with its private snapshots');
+});
+
+test('useSandbox options: the sandbox\'s own (clock, seed, ...) and the harness\'s (name, keep)', async (t) => {
+  const name = `kept-${process.pid}`;
+  await t.test('keeps it', async (inner) => {
+    const sb = await useSandbox(inner, server.ready, { name, keep: true, clock: 'real', rateLimit: '100/1m' });
+    assert.equal(sb.sandbox, name);
+    assert.equal((await sb.clock()).mode, 'real');
+  });
+  assert.equal((await server.mock.getSandbox(name)).name, name, 'kept after the test');
+  await server.mock.deleteSandbox(name);
+});
+
+test('useSandbox without a test context says what to use instead', async () => {
+  await assert.rejects(useSandbox({}, server.ready), /sandboxFor\(mock, \{ beforeEach, afterEach \}\)/);
+});
+
+describe('sandboxFor with node:test\'s beforeEach/afterEach', () => {
+  const sandbox = sandboxFor(server.ready, { beforeEach, afterEach });
+  const names = [];
+
+  it('gives each test a handle', async () => {
+    names.push(sandbox.sandbox);
+    assert.equal(sandbox.current.sandbox, sandbox.sandbox);
+    assert.match(sandbox.sandbox, /gives-each-test-a-handle-[0-9a-f]{10}$/, 'named after the test');
+    await api(sandbox.url, 'POST', `/application/${APP}/deploy`, { token: sandbox.token('deploy') });
+    await sandbox.assertCalled({ operation: 'deployApplication', count: 1 });
+  });
+
+  it('and a fresh one to the next test', async () => {
+    names.push(sandbox.sandbox);
+    assert.notEqual(names[0], names[1]);
+    await sandbox.assertNotCalled({ operation: 'deployApplication' });
+    const error = await server.mock.getSandbox(names[0]).catch((caught) => caught);
+    assert.equal(error.status, 404, 'the previous test\'s sandbox is gone');
+  });
+});
+
+test('sandbox names: valid, at most 64, unique, with the prefix (MOCKSERVER_SANDBOX_PREFIX)', () => {
+  const long = sandboxName('a test name / with spaces, slashes and ünïcode '.repeat(4), { prefix: 'ci-job-42' });
+  assert.ok(long.length <= 64);
+  assert.match(long, SANDBOX_NAME);
+  assert.match(long, /^ci-job-42-a-test-name-with-spaces-slashes-and-n-c/);
+  assert.notEqual(sandboxName('same'), sandboxName('same'));
+  assert.match(sandboxName('...'), /^test-[0-9a-f]{10}$/);
+  const saved = process.env.MOCKSERVER_SANDBOX_PREFIX;
+  process.env.MOCKSERVER_SANDBOX_PREFIX = 'job7';
+  try {
+    assert.match(sandboxName('x'), /^job7-x-[0-9a-f]{10}$/);
+  } finally {
+    if (saved === undefined) delete process.env.MOCKSERVER_SANDBOX_PREFIX; else process.env.MOCKSERVER_SANDBOX_PREFIX = saved;
+  }
+});
+
+test('a mock with a control token: every control call carries it; the tokens fall back to the defaults', async (t) => {
+  const mock = await startLocal({ args: ['--control-token', 'ctl-secret'], controlToken: 'ctl-secret' });
+  try {
+    assert.equal(mock.tokens.source, 'defaults', 'the start page lists no token values under --control-token');
+    assert.equal(mock.token('deployer'), 'mock-deploy-token');
+    const refused = await fetch(`${mock.root}/_mock/clock`);
+    assert.equal(refused.status, 401);
+    await refused.body.cancel();
+    // node:test runs t.after callbacks in the order they were registered: the sandbox lives in a subtest
+    await t.test('a sandbox of that mock', async (inner) => {
+      const sb = await useSandbox(inner, mock);
+      assert.equal((await api(sb.url, 'POST', `/application/${APP}/deploy`, { token: sb.token('deployer') })).status, 202);
+      await sb.advance(600);
+      await sb.assertCalled({ operation: 'deployApplication', count: 1 });
+      const without = new (sb.constructor)({ url: mock.root, sandbox: sb.sandbox, controlToken: null });
+      const error = await without.clock().catch((caught) => caught);
+      assert.equal(error.status, 401);
+    });
+  } finally {
+    await mock.stop();
+  }
+});
