@@ -140,8 +140,8 @@ def q(name, schema, description):
     return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
 
 
-# `page` and `page_size` on every list (see README, Pagination). The example asks for a first page of 2: the
-# records the delete examples remove come after it (fixtures/targets.yaml), out of reach of a tool that
+# `page` and `page_size` on every list (docs/guide/api-behaviour.md, Pagination). The example asks for a first
+# page of 2: the records the delete examples remove come after it (fixtures/targets.yaml), out of reach of a tool that
 # deletes whatever it saw listed.
 PAGE_QUERY = [q("page", {"type": "integer", "minimum": 1, "maximum": 1000000, "example": 1},
                 "Page number, from 1; without page and page_size the whole list is returned"),

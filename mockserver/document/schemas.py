@@ -194,7 +194,7 @@ IMAGE_SOURCE = obj(
     ["registry_id", "image_name", "tag"],
 )
 VARIABLE_DESCRIPTION = nullable(s("Set by the release pipeline", maxLength=255))
-# ---- jobs and Helm services: the platform's nested payloads (one source kind each, see README)
+# ---- jobs and Helm services: the platform's nested payloads (one source kind each, docs/guide/api-behaviour.md)
 DOCKERFILE_PATH = s("Dockerfile", minLength=1, maxLength=255)
 JOB_DOCKER_REQUEST = obj({"git_repository": GIT_REPOSITORY_REQUEST, "dockerfile_path": DOCKERFILE_PATH},
                          ["git_repository"])

@@ -127,8 +127,8 @@ def schema_document():
     shipped as scenario.schema.json beside it; `python -m mockserver.world.scenarios` writes that file anew)."""
     return {"$schema": "http://json-schema.org/draft-07/schema#", "$id": "https://mockserver.local/scenario.json",
             "title": "Scenario file of the IDP mock server",
-            "description": "A named list of rules; the first active rule that matches a call fires (README, "
-                           "Scenarios).", **FILE_SCHEMA}
+            "description": "A named list of rules; the first active rule that matches a call fires "
+                           "(docs/guide/scenarios.md).", **FILE_SCHEMA}
 
 
 class ScenarioError(StartupError, ValueError):
