@@ -1,4 +1,4 @@
-"""Command line: `mockserver serve`, `check`, `export`, `record` and `parity`.
+"""Command line: `mockserver serve`, `check`, `export`, `record`, `parity` and `mcp`.
 
 Every option of `serve`, `check`, `record` and `parity` is a row of one table (OPTIONS): its flag, the environment
 variables that may set it (the container sets them there; the first one set wins, and the
@@ -312,7 +312,7 @@ def document_version():
     return match[1].strip() if match else "unknown"
 
 
-COMMANDS = ("serve", "check", "export", "record", "parity")
+COMMANDS = ("serve", "check", "export", "record", "parity", "mcp")
 
 
 class UsageError(Exception):
@@ -405,11 +405,37 @@ def export_parser(commands):
                                                        "folder is created)")
 
 
+def mcp_parser(commands):
+    """`mockserver mcp` (cli/mcp.py): its options are its own, read here like export's."""
+    sub = commands.add_parser("mcp", help="an MCP server (stdio) that lets coding agents test against a sandbox",
+                              formatter_class=argparse.RawDescriptionHelpFormatter,
+                              description="An MCP server on stdin/stdout whose tools act on one sandbox of a mock: "
+                                          "read the API document, make and delete the sandbox, load a scenario, "
+                                          "advance its clock, call its API, read and verify its journal, export a "
+                                          "pact. Needs the extra: pip install 'idp-mockserver[mcp]'.",
+                              epilog="environment variables (an option given on the command line wins):\n"
+                                     "  MOCKSERVER_URL               --url\n"
+                                     "  MOCKSERVER_CONTROL_TOKEN     --control-token\n"
+                                     "  MOCKSERVER_MCP_SANDBOX       --sandbox\n"
+                                     "  MOCKSERVER_MCP_ALLOW_GLOBAL  --allow-global (1/true/yes/on)")
+    sub.add_argument("--url", default=os.environ.get("MOCKSERVER_URL"), help="base URL of a running mock (default: "
+                     "MOCKSERVER_URL; without either, a mock is started for the session and stopped at its end)")
+    sub.add_argument("--sandbox", default=os.environ.get("MOCKSERVER_MCP_SANDBOX"), metavar="NAME",
+                     help="the sandbox every tool acts on, made at start when missing (default: the one the agent "
+                          "makes with the tool create_sandbox)")
+    sub.add_argument("--allow-global", action="store_true", help="allow the global and destructive tools: list "
+                     "every sandbox, delete any, reset any world including the default one (default: refused)",
+                     default=os.environ.get("MOCKSERVER_MCP_ALLOW_GLOBAL", "").strip().lower() in ("1", "true", "yes",
+                                                                                                  "on"))
+    sub.add_argument("--control-token", default=os.environ.get("MOCKSERVER_CONTROL_TOKEN"),
+                     help="token of the control API, when the mock requires one")
+
+
 def parser():
     top = Parser(prog="mockserver", description=__doc__.split("\n")[0],
                                   formatter_class=argparse.RawDescriptionHelpFormatter,
                                   epilog=epilog(OPTIONS) + "\n\n`mockserver COMMAND --help` lists the options of "
-                                                           "serve, check, export, record and parity.")
+                                                           "serve, check, export, record, parity and mcp.")
     top.add_argument("--version", action=_Version, help="print the package, API document and Python versions")
     commands = top.add_subparsers(dest="command", required=True)
     command_parser(commands, "serve", "run the mock server")
@@ -417,6 +443,7 @@ def parser():
     check.add_argument("folder", nargs="?", type=Path, metavar="DIR",
                        help="the fixtures folder to check (the same as --fixtures DIR)")
     export_parser(commands)
+    mcp_parser(commands)
     command_parser(commands, "record", "run the mock as a recording proxy in front of the real platform",
                    "Run the mock as a recording proxy: API requests go to --upstream with the caller's "
                    "Authorization and come back unchanged; each exchange is checked against the mock's document "
@@ -495,6 +522,9 @@ def main(argv=None):
     try:
         if args.command == "export":
             return export(args)
+        if args.command == "mcp":
+            from mockserver.cli.mcp import run as run_mcp
+            return run_mcp(args)
         if args.command == "parity":
             config = parity_config(args)
         else:
