@@ -5,7 +5,8 @@ keys (an organization whose id appears in several files is one organization: its
 joined in file order), and checks each entry against the request schema of the API operation that would
 create it; every problem is reported (file, entry and message) before anything loads. Only
 regular files are read (a FIFO or a device would block or never end), at most 64 MiB for the
-whole folder, each document within the bounds of core/yamlbound.py (depth, aliases).
+whole folder, each document within the bounds of core/yamlbound.py (depth), and the folder's
+documents together expanding to at most 64 MiB and 100,000 nodes added by aliases.
 `api/replay.py` then creates the records through the same handlers as API calls, so
 the platform's rules (unique names, registry kinds, variable scopes) hold.
 """
@@ -88,11 +89,12 @@ def read_fixtures(folder, spec):
     if not files:
         problems.add(f"{folder}: no *.yaml fixture files", folder, "no *.yaml fixture files")
     budget = FIXTURE_BYTES
+    expansion = yamlbound.Expansion(FIXTURE_BYTES, what="a fixtures folder's files together")
     for path in files:
         try:
             text = _read_file(path, budget)
             budget -= len(text)
-            raw = yamlbound.load(text, max_bytes=FIXTURE_BYTES) or {}
+            raw = yamlbound.load(text, max_bytes=FIXTURE_BYTES, expansion=expansion) or {}
         except _Unreadable as error:
             problems.add(f"{path}: {error}", path.name, str(error))
             continue

@@ -13,7 +13,9 @@ latency, drop the connection, make the deployment the call starts fail or stall 
 other step durations, exhaust the caller's rate limit, make webhook deliveries fail.
 The first active rule that matches a call fires. A file is checked whole before it is
 activated; a broken one is refused with its file, line and problem and never half-loads. A document
-is bounded (core/yamlbound.py): 1 MiB, 64 levels deep, and aliases adding at most 100,000 nodes.
+is bounded (core/yamlbound.py): 1 MiB, 64 levels deep, expanding to at most 1 MiB of values and keys
+and 100,000 nodes added by aliases; and since replies echo it as JSON, it must be JSON (string keys,
+no bytes, integers of 64 bits) of at most ECHO_BYTES.
 """
 
 import asyncio
@@ -39,6 +41,7 @@ from mockserver.world.strictness import moment, service_matches
 STEP_NAMES = sorted({step[0] for steps in PLANS.values() for step in steps})
 STATES = sorted({step[1] for steps in PLANS.values() for step in steps})
 MAX_RULES = 1000                       # rules of one scenario: a document is checked whole while others wait
+ECHO_BYTES = 4 * yamlbound.SCENARIO_BYTES      # a document as JSON: what the replies that show a scenario echo
 STEP_OR_STATE = {"type": "string", "enum": STEP_NAMES + STATES}
 KINDS = [*SERVICE_TYPES, "CLUSTER"]           # what a rule's `target.kind` may name
 GLOB = {"type": "string", "minLength": 1}
@@ -259,6 +262,9 @@ class Scenarios:
             raise ScenarioError(source, mark.line + 1 if mark else None,
                                 f"not valid YAML: {getattr(error, 'problem', error)}") from None
         lines = _lines(node)
+        unfit = _echo_problem(raw)              # before the schema, whose messages would print such values
+        if unfit is not None:
+            raise ScenarioError(source, _line_of(lines, unfit[0]), unfit[1])
         if isinstance(raw, dict) and isinstance(raw.get("rules"), list) and len(raw["rules"]) > MAX_RULES:
             raise ScenarioError(source, _line_of(lines, ("rules",)), f"rules: {len(raw['rules'])} rules, more than "
                                 f"{MAX_RULES} (the bound of one scenario): split it into several scenarios")
@@ -345,6 +351,41 @@ class Scenarios:
         scenario = self.active[name]
         return {"name": name, "source": scenario["source"], "description": scenario["description"],
                 "rules": [rule.describe() for rule in scenario["rules"]]}
+
+
+def _echo_problem(raw):
+    """(path, problem) when the document cannot be echoed as JSON of at most ECHO_BYTES, else None."""
+    try:
+        size = len(orjson.dumps(raw))
+    except TypeError:
+        path, what = _unfit(raw) or ((), "a value JSON has no form for")
+        where = ".".join(map(str, path)) or "document"
+        return path, f"{where}: {what}: replies show a scenario as JSON, and a rule compares it with JSON bodies"
+    if size > ECHO_BYTES:
+        return (), (f"the document is {size} bytes as JSON, more than {yamlbound.size_text(ECHO_BYTES)} (the bound "
+                    "of what the replies that show a scenario echo)")
+    return None
+
+
+def _unfit(value, path=()):
+    """(path, what) of the first value JSON has no form for: a key that is not a string, bytes, an integer past
+    64 bits, a set; None when there is none."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return path, f"a key that is not a string ({type(key).__name__}: quote it)"
+            found = _unfit(item, (*path, key))
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, list):
+        return next((found for index, item in enumerate(value) if (found := _unfit(item, (*path, index)))), None)
+    try:
+        orjson.dumps(value)
+    except TypeError:
+        kind = "an integer past 64 bits" if isinstance(value, int) else f"a value of type {type(value).__name__}"
+        return path, kind
+    return None
 
 
 def _dig(body, dotted):
