@@ -224,6 +224,11 @@ OPTIONS = (
            "start to apply it", "auto|jemalloc|malloc|pymalloc"),
     Option("--control-token", ("MOCKSERVER_CONTROL_TOKEN",), str, "require 'Authorization: Bearer "
            "<token>' on every /_mock route but health", "TOKEN"),
+    Option("--webhook-allow-link-local", ("MOCKSERVER_WEBHOOK_ALLOW_LINK_LOCAL",), flag, "let webhooks target "
+           "link-local addresses (169.254.0.0/16, fe80::/10) and cloud metadata services (169.254.169.254, "
+           "fd00:ec2::254, metadata.google.internal ...), refused by default: they would let a caller of the API make "
+           "the mock's machine hand over its cloud credentials (loopback and private addresses are allowed either "
+           "way; default off; the variable: 1/true/yes/on)", None, ("serve", "check")),
     Option("--replica-name", ("MOCKSERVER_REPLICA",), str, "name of this replica behind a router: in "
            "/_mock/health and X-Mock-Replica", "NAME"),
     Option("--state-file", ("MOCKSERVER_STATE_FILE",), str, "keep every sandbox and snapshot in this "

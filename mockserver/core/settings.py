@@ -38,6 +38,7 @@ class Settings:
     sandbox_ttl: float = 3600.0           # seconds a sandbox may stay idle (wall clock) before it expires
     sleep_after: float = 30.0             # seconds idle before a quiet sandbox's world is kept compressed (0: never)
     control_token: str | None = None      # set: every /_mock route but health needs Bearer <token>
+    webhook_allow_link_local: bool = False    # webhooks may target link-local and cloud metadata addresses too
     replica_name: str | None = None       # set: replies carry X-Mock-Replica and health names it
     allocator: str = "auto"               # of `mockserver serve` (process/allocator.py): auto, jemalloc, malloc...
     state_file: str | None = None         # set: sandboxes and snapshots kept there across restarts

@@ -38,6 +38,23 @@ REGISTRY_KINDS = [
 # The spec's three kinds, and the platform's other names for the same events (delivered under the name subscribed)
 WEBHOOK_EVENTS = ["DEPLOYMENT_STARTED", "DEPLOYMENT_SUCCEEDED", "DEPLOYMENT_FAILED", "DEPLOYMENT_CANCELLED",
                   "DEPLOYMENT_SUCCESSFUL", "DEPLOYMENT_FAILURE"]
+# A webhook's target as the platform takes it: http or https; a host name (labels of letters, digits, - and _, the
+# last one starting with a letter or _, so that no number a resolver would read as an IPv4 address passes for a
+# name), an IPv4 address or an [IPv6] one; a port of 1-65535; no credentials; a path without spaces or control
+# characters. world/webhooks.py says why a URL is refused, and refuses link-local and metadata addresses besides.
+_OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
+_HEX = "[0-9A-Fa-f]{1,4}"
+IPV6 = "(?:" + "|".join([
+    f"(?:{_HEX}:){{7}}{_HEX}", f"(?:{_HEX}:){{1,7}}:", f"(?:{_HEX}:){{1,6}}:{_HEX}",
+    f"(?:{_HEX}:){{1,5}}(?::{_HEX}){{1,2}}", f"(?:{_HEX}:){{1,4}}(?::{_HEX}){{1,3}}",
+    f"(?:{_HEX}:){{1,3}}(?::{_HEX}){{1,4}}", f"(?:{_HEX}:){{1,2}}(?::{_HEX}){{1,5}}",
+    f"{_HEX}:(?::{_HEX}){{1,6}}", f":(?:(?::{_HEX}){{1,7}}|:)", f"::[Ff]{{4}}:{IPV4}",
+]) + ")(?:%25[0-9A-Za-z._~-]+)?"
+_LABEL_END = "(?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+HOST_NAME = rf"(?:[A-Za-z0-9_]{_LABEL_END}\.)*[A-Za-z_]{_LABEL_END}\.?"
+PORT = "(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
+WEBHOOK_TARGET = rf"^https?://(?:{IPV4}|\[{IPV6}\]|{HOST_NAME})(?::{PORT})?(?:[/?#][^\x00-\x20\x7f]*)?$"
 GIT_PROVIDERS = ["CODEHOST1", "CODEHOST2"]
 ICON_BASE = "https://console.platform.example/assets/services"
 ACTIONS = ["DEPLOY", "DELETE", "RESTART", "STOP", "UNKNOWN"]
@@ -649,7 +666,10 @@ SCHEMAS = {
                        BASE_REQUIRED + ["name", "object_type"]),
     "CredentialsList": page_list("Credentials"),
     "WebhookRequest": obj(
-        {"target_url": s("https://hooks.acme.example/deployments", pattern="^https?://", maxLength=2048),
+        {"target_url": s("https://hooks.acme.example/deployments", pattern=WEBHOOK_TARGET, maxLength=2048,
+                         description="http(s)://host[:port][/path]: a host name, an IPv4 address or an [IPv6] one, "
+                                     "a port of 1-65535, no credentials; link-local and cloud metadata addresses are "
+                                     "refused"),
          "events": arr(enum(WEBHOOK_EVENTS), minItems=1, uniqueItems=True), "enabled": boolean(True),
          "description": s("Deployment notifications for the on-call channel", maxLength=1024),
          "target_secret": s("whsec-example", minLength=1, maxLength=256, writeOnly=True)},

@@ -23,6 +23,7 @@ from mockserver.core.errors import StartupError
 from mockserver.core.kinds import SERVICE_KINDS
 from mockserver.core.settings import parse_rate
 from mockserver.world.auth import GRANTS
+from mockserver.world.webhooks import target_problem
 
 FIXTURE_BYTES = yamlbound.FIXTURE_BYTES     # all the files of a folder together
 ORG_KEYS = {"container_registries": ("ContainerRegistryRequest", "createContainerRegistry"),
@@ -203,7 +204,8 @@ def _check_org(org, spec):
         if "lock" in cluster:
             out += _check(spec, "ClusterLockRequest", cluster["lock"], f"cluster {cluster.get('name')}.lock")
     for key, (schema, _) in ORG_KEYS.items():
-        out += [p for item in org.get(key, []) for p in _check(spec, schema, item, key)]
+        for item in org.get(key, []):
+            out += _check_webhook(spec, item) if key == "webhooks" else _check(spec, schema, item, key)
     for project in org.get("projects", []):
         out += _check(spec, "ProjectRequest", project, f"project {project.get('name')}")
         out += _check_variables(spec, project, f"project {project.get('name')}")
@@ -221,6 +223,17 @@ def _check_org(org, spec):
                     for domain in service.get("custom_domains", []):
                         out += _check(spec, "CustomDomainRequest", domain, "custom_domains")
     return out
+
+
+def _check_webhook(spec, item):
+    """A webhook entry, its target_url refused in the API's words (the schema's pattern would quote a regex).
+    Link-local and metadata targets are the handlers' to refuse, as an option of `serve` may allow them."""
+    out = _check(spec, "WebhookRequest", item, "webhooks")
+    url = item.get("target_url") if isinstance(item, dict) else None
+    problem = target_problem(url, allow_link_local=True) if isinstance(url, str) else None
+    if problem is None:
+        return out
+    return [f"webhooks.target_url: {problem}"] + [p for p in out if not p.startswith("webhooks.target_url:")]
 
 
 def _check_variables(spec, owner, where):

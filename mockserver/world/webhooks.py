@@ -17,21 +17,34 @@ A reply other than 2xx, or no reply, schedules another attempt after a backoff m
 mock's clock (1, 2, 4, 8 s ... up to MAX_ATTEMPTS). Each attempt is recorded: time, status or
 error, duration. With a webhook secret, the request carries
 `X-Mock-Signature: sha256=HMAC(secret, "<timestamp>.<body>")` and `X-Mock-Timestamp`.
+
+A target is what the platform would take (`target_problem`: http or https, a host name or an
+address, a port of 1-65535, no credentials), and never a link-local address or a cloud metadata
+service's (unless the mock runs with --webhook-allow-link-local): checked when a webhook is
+registered or edited, again before each attempt, and on the addresses a name resolves to, which
+the attempt then connects to (a name may point anywhere, and may point elsewhere by the time of
+the attempt). Loopback stays allowed: tests deliver to receivers on their own machine. A deleted
+webhook's deliveries still to be attempted end at once, FAILED, saying why (`cancel`); an attempt
+already in flight ends as it will and is not retried.
 """
 
 import asyncio
 import hashlib
 import heapq
 import hmac
+import ipaddress
+import re
+import socket
 import ssl
 import time
 from collections import deque
 from typing import NamedTuple
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import orjson
 
 from mockserver.core.clock import iso
+from mockserver.document.schemas import HOST_NAME, IPV4, IPV6, WEBHOOK_TARGET
 
 MAX_ATTEMPTS = 5
 BACKOFF = (1, 2, 4, 8, 16)
@@ -44,6 +57,23 @@ REPLY_TIMEOUT = 5.0                    # seconds from the request sent to the re
 ATTEMPT_TIMEOUT = 10.0                 # seconds for the whole attempt, whatever it waits for
 USER_AGENT = "idp-mockserver-webhooks/1"
 URL_SAFE = "!#$%&'()*+,/:;=?@[]~"      # kept as they are in a request target; anything else is %-encoded
+
+TARGET = re.compile(WEBHOOK_TARGET)    # the document's pattern of a target_url
+HOST = re.compile(rf"{IPV4}|\[{IPV6}\]|{HOST_NAME}")
+NETLOC = re.compile(r"(\[[^\]]*\]|[^:]*)(?::(.*))?", re.DOTALL)   # host (an IPv6 one in brackets), then :port
+# cloud metadata services, which hand out the machine's credentials to whoever asks from it
+METADATA_ADDRESSES = frozenset(ipaddress.ip_address(address) for address in (
+    "169.254.169.254",      # AWS, GCP, Azure, OpenStack, DigitalOcean, Oracle Cloud ...
+    "169.254.170.2",        # AWS ECS task metadata
+    "fd00:ec2::254",        # AWS, over IPv6
+    "fd20:ce::254",         # GCP, over IPv6
+    "100.100.100.200",      # Alibaba Cloud
+    "168.63.129.16",        # Azure's host agent
+    "192.0.0.192",          # Oracle Cloud (earlier address)
+))
+METADATA_NAMES = frozenset({"metadata.google.internal", "metadata.goog", "instance-data.ec2.internal"})
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
+ALLOW_OPTION = "--webhook-allow-link-local"
 
 
 # an event and the names webhooks may subscribe to it with (the spec's, then the platform's other names)
@@ -69,8 +99,79 @@ class Target(NamedTuple):
     host_header: str
 
 
+def target_problem(url, allow_link_local=False):
+    """Why the platform would not take `url` as a webhook's target, in words for a 400; None when it would."""
+    problem = _form_problem(url)
+    if problem is not None:
+        return problem
+    host = _host_port(urlsplit(url).netloc)[0]
+    if allow_link_local:
+        return None
+    if host.rstrip(".").lower() in METADATA_NAMES:
+        return f"{host} names a cloud metadata service ({ALLOW_OPTION} allows it)"
+    address = _address(host.strip("[]"))
+    kind = None if address is None else address_problem(address)
+    return None if kind is None else f"{address} is {kind} ({ALLOW_OPTION} allows it)"
+
+
+def _form_problem(url):
+    """What makes `url` other than http(s)://host[:port][/path] as the document's pattern has it, or None."""
+    try:
+        parts = urlsplit(url)
+    except ValueError as error:
+        return f"not a URL ({error})"
+    if parts.scheme not in ("http", "https") or not url.startswith(f"{parts.scheme}://"):
+        return "must start with http:// or https://"
+    if "@" in parts.netloc:
+        return "holds credentials (user@host): deliveries carry none (a target_secret signs them instead)"
+    host, port = _host_port(parts.netloc)
+    if not HOST.fullmatch(host):
+        return (f"{host[:100]!r} is not a host name (labels of letters, digits, - and _, the last one starting "
+                "with a letter), an IPv4 address or an [IPv6] address")
+    if port is not None and not (port.isascii() and port.isdigit() and len(port) <= 5 and 1 <= int(port) <= 65535):
+        return f"port {port[:20]!r} is not a port a receiver can listen on (1-65535)"
+    if not TARGET.fullmatch(url):
+        return ("is not an http(s) URL the platform takes: http(s)://host[:port][/path][?query], without spaces "
+                "or control characters")
+    return None
+
+
+def _host_port(netloc):
+    """(host, port as written or None) of a URL's netloc; an IPv6 host keeps its brackets."""
+    found = NETLOC.fullmatch(netloc)
+    return (found[1], found[2]) if found else (netloc, None)
+
+
+def _address(host):
+    """The IP address a URL's host is (its IPv6 zone left out), or None for a name."""
+    try:
+        return ipaddress.ip_address(unquote(host).split("%")[0])
+    except ValueError:
+        return None
+
+
+def address_problem(address):
+    """What makes deliveries to this address refused unless ALLOW_OPTION allows them ("a link-local address", "a
+    cloud metadata service's address"), or None. An IPv6 address that carries an IPv4 one (mapped, NAT64, 6to4) is
+    judged by both."""
+    for candidate in (address, _carried(address)):
+        if candidate in METADATA_ADDRESSES:
+            return "a cloud metadata service's address"
+        if candidate is not None and candidate.is_link_local:
+            return "a link-local address"
+    return None
+
+
+def _carried(address):
+    if address.version == 4:
+        return None
+    if address.ipv4_mapped is not None or address.sixtofour is not None:
+        return address.ipv4_mapped or address.sixtofour
+    return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF) if address in NAT64 else None
+
+
 def target_of(url):
-    """The target of a webhook URL, or DeliveryError naming what is wrong with it."""
+    """The target of a webhook URL (checked with `target_problem` first), or DeliveryError."""
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -80,9 +181,9 @@ def target_of(url):
         raise DeliveryError("invalid target URL: it needs http:// or https:// and a host")
     tls = parts.scheme == "https"
     default = 443 if tls else 80
-    port = port or default
-    host = parts.hostname
-    shown = f"[{host}]" if ":" in host else host
+    port = default if port is None else port
+    host = unquote(parts.hostname)
+    shown = f"[{parts.hostname}]" if ":" in host else host
     host_header = shown if port == default else f"{shown}:{port}"
     path = quote(parts.path or "/", safe=URL_SAFE) + (f"?{quote(parts.query, safe=URL_SAFE)}" if parts.query else "")
     return Target(f"{parts.scheme}://{host_header}", host, port, tls, path, host_header)
@@ -104,16 +205,46 @@ def request_bytes(target, headers, body):
     return "\r\n".join(lines).encode("latin-1", "replace") + body
 
 
-async def post(target, headers, body):
+async def connect(target, allow_link_local=False):
+    """A connection to the target: its name resolved here and every address it gives checked (a name may point
+    at a link-local or metadata address), then the first of them that accepts is connected to."""
+    loop = asyncio.get_running_loop()
+    try:
+        found = await loop.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM)
+    except socket.gaierror as error:
+        raise DeliveryError(f"{target.host} does not resolve ({error.strerror or error})") from None
+    for *_, sockaddr in found:
+        address = _address(sockaddr[0])
+        kind = None if address is None or allow_link_local else address_problem(address)
+        if kind is not None:
+            raise DeliveryError(f"not attempted: {target.host} resolves to {address}, {kind} ({ALLOW_OPTION} "
+                                "allows it)")
+    failure: Exception = DeliveryError(f"{target.host} resolves to no address")
+    for family, kind, proto, _, sockaddr in found:
+        sock = socket.socket(family, kind, proto)
+        sock.setblocking(False)
+        try:
+            await loop.sock_connect(sock, sockaddr)
+        except OSError as error:
+            sock.close()
+            failure = error
+            continue
+        except BaseException:
+            sock.close()
+            raise
+        return await asyncio.open_connection(sock=sock, ssl=_tls_context() if target.tls else None,
+                                             server_hostname=target.host if target.tls else None)
+    raise failure
+
+
+async def post(target, headers, body, allow_link_local=False):
     """POST once on a connection of its own, closed when the attempt ends: the reply's status code."""
     writer = None
     try:
         async with asyncio.timeout(ATTEMPT_TIMEOUT):
             try:
                 async with asyncio.timeout(CONNECT_TIMEOUT):
-                    reader, writer = await asyncio.open_connection(
-                        target.host, target.port, ssl=_tls_context() if target.tls else None,
-                        server_hostname=target.host if target.tls else None)
+                    reader, writer = await connect(target, allow_link_local)
             except TimeoutError:
                 raise DeliveryError(f"no connection within {CONNECT_TIMEOUT:g} s") from None
             writer.write(request_bytes(target, headers, body))
@@ -231,16 +362,19 @@ class Webhooks:
             self._dispatch(delivery, secret)
 
     def _dispatch(self, delivery, secret):
+        if delivery["webhook_id"] not in self.rt.store.webhooks.rows:     # deleted (in a copy saved before that)
+            self._given_up(delivery, "not attempted: its webhook was deleted")
+            return
         forced = next((item for item in self.forced_failures if item[0] > 0), None)
         if forced is not None:
             forced[0] -= 1
             self._failed_at_once(delivery, secret, f"failed by scenario rule {forced[1]}")
             return
-        try:
-            target = target_of(delivery["target_url"])
-        except DeliveryError as error:
-            self._failed_at_once(delivery, secret, str(error))
+        problem = target_problem(delivery["target_url"], self._allow_link_local())
+        if problem is not None:                  # saved by an older mock, or the option dropped since
+            self._given_up(delivery, f"not attempted: target_url {problem}")
             return
+        target = target_of(delivery["target_url"])
         lane = self.lanes.get(target.origin)
         if lane is None:
             lane = self.lanes[target.origin] = Lane(target.origin)
@@ -259,6 +393,32 @@ class Webhooks:
         attempt = self._start(delivery)
         attempt.update(status_code=None, error=error, duration_ms=0.0)
         self._finish(delivery, secret, attempt)
+
+    def _given_up(self, delivery, error):
+        """FAILED without an attempt (none could help), the reason recorded where an attempt's error would be."""
+        attempt = self._start(delivery)
+        attempt.update(status_code=None, error=error, duration_ms=0.0)
+        delivery["attempts"].append(attempt)
+        delivery.update(status="FAILED", next_attempt_at=None)
+
+    def _allow_link_local(self):
+        return self.rt.settings.webhook_allow_link_local
+
+    def cancel(self, webhook_id):
+        """A deleted webhook: each of its deliveries still to be attempted (waiting for its time, or in its
+        target's lane) ends FAILED now, saying why. One in flight ends as it will and is not retried (`_finish`)."""
+        dropped = [item[2] for item in self.pending if item[2]["webhook_id"] == webhook_id]
+        if dropped:
+            self.pending = [item for item in self.pending if item[2]["webhook_id"] != webhook_id]
+            heapq.heapify(self.pending)
+        for lane in self.lanes.values():
+            mine = [item for item in lane.waiting if item[0]["webhook_id"] == webhook_id]
+            if mine:
+                lane.waiting = deque(item for item in lane.waiting if item[0]["webhook_id"] != webhook_id)
+                dropped += [delivery for delivery, _, _ in mine]
+        for delivery in dropped:
+            self._given_up(delivery, "not attempted: its webhook was deleted")
+        return len(dropped)
 
     async def _work(self, lane: Lane):
         """A worker of a lane: attempts one after another while the lane has some waiting."""
@@ -294,7 +454,7 @@ class Webhooks:
             headers["X-Mock-Signature"] = sign(secret, timestamp, body)
         attempt["signature"] = headers.get("X-Mock-Signature")
         try:
-            attempt.update(status_code=await post(target, headers, body), error=None)
+            attempt.update(status_code=await post(target, headers, body, self._allow_link_local()), error=None)
         except Exception as error:              # any transport failure is a failed attempt, never a crash
             attempt.update(status_code=None, error=describe(error))
         attempt["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
@@ -306,8 +466,8 @@ class Webhooks:
         delivery["next_attempt_at"] = None
         if code is not None and 200 <= code < 300:
             delivery["status"] = "DELIVERED"
-        elif attempt["number"] >= MAX_ATTEMPTS:
-            delivery["status"] = "FAILED"
+        elif attempt["number"] >= MAX_ATTEMPTS or delivery["webhook_id"] not in self.rt.store.webhooks.rows:
+            delivery["status"] = "FAILED"           # the last attempt, or its webhook deleted meanwhile
         else:
             delivery["status"] = "RETRYING"
             due = self.rt.clock.now() + BACKOFF[attempt["number"] - 1]

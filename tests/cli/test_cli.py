@@ -268,6 +268,7 @@ SAMPLES = {
     "--sleep-after": ("0", lambda s: s.sleep_after == 0),
     "--allocator": ("pymalloc", lambda s: s.allocator == "pymalloc"),
     "--control-token": ("secret-ctl", lambda s: s.control_token == "secret-ctl"),
+    "--webhook-allow-link-local": ("yes", lambda s: s.webhook_allow_link_local is True),
     "--replica-name": ("r2", lambda s: s.replica_name == "r2"),
     "--state-file": ("/tmp/state.bin", lambda s: s.state_file == "/tmp/state.bin"),
     "--save-interval": ("2.5", lambda s: s.save_interval == 2.5),

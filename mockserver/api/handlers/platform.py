@@ -8,6 +8,7 @@ from mockserver.document.ids import FIXED_REGISTRY_URLS
 from mockserver.document.schemas import REGISTRY_CONFIG_OUT, REGISTRY_SECRET_CONFIG
 from mockserver.world.deployments import cluster_lock, next_version
 from mockserver.world.store import Entry
+from mockserver.world.webhooks import target_problem
 
 RETURNED_CONFIG = tuple(REGISTRY_CONFIG_OUT["properties"])
 
@@ -198,8 +199,18 @@ def build_credentials(ctx, data, private):
     return data, private
 
 
+def refuse_bad_target(body, allow_link_local=True):
+    """A target_url the platform would not take is a 400 naming it, before schema validation says it less clearly
+    (link-local and metadata addresses are the handler's to refuse: whether they are allowed is an option)."""
+    if isinstance(body, dict) and isinstance(body.get("target_url"), str):
+        problem = target_problem(body["target_url"], allow_link_local)
+        if problem is not None:
+            raise ApiError(400, f"body.target_url: {problem}", [("body.target_url", problem)])
+
+
 def build_webhook(ctx, data, private):
     body = ctx.body
+    refuse_bad_target(body, ctx.rt.settings.webhook_allow_link_local)
     data.update(organization={"id": ctx.org}, target_url=body["target_url"], events=list(body["events"]),
                 enabled=body.get("enabled", True), kind="STANDARD")
     optional(data, "description", body.get("description"))
@@ -214,8 +225,17 @@ LABELS = simple("labels_groups", "labelsGroupId", "labels group", build_labels)
 CREDENTIALS = simple("credentials", "credentialsId", "credentials", build_credentials)
 WEBHOOKS = simple("webhooks", "webhookId", "webhook", build_webhook, unique=None, org_param="org_id")
 
+
+
+def delete_webhook(ctx):
+    """The webhook deleted, and its deliveries still to be attempted ended (world/webhooks.py, `cancel`)."""
+    WEBHOOKS[4](ctx)
+    ctx.rt.webhooks.cancel(ctx.params["webhookId"])
+
+
 # checks that run on the raw body before schema validation, for clearer messages
-PRECHECKS = {"createContainerRegistry": refuse_unsupported_kind, "editContainerRegistry": refuse_unsupported_kind}
+PRECHECKS = {"createContainerRegistry": refuse_unsupported_kind, "editContainerRegistry": refuse_unsupported_kind,
+             "createWebhook": refuse_bad_target, "editWebhook": refuse_bad_target}
 
 HANDLERS = {
     "listClusters": list_clusters, "getCluster": get_cluster, "getClusterStatus": cluster_status,
@@ -228,3 +248,4 @@ for title, table in (("LabelsGroup", LABELS), ("AwsCredentials", CREDENTIALS), (
     plural = {"LabelsGroup": "LabelsGroups", "AwsCredentials": "AwsCredentials", "Webhook": "Webhooks"}[title]
     for name, fn in zip((f"create{title}", f"list{plural}", f"get{title}", f"edit{title}", f"delete{title}"), table):
         HANDLERS[name] = fn
+HANDLERS["deleteWebhook"] = delete_webhook
