@@ -241,6 +241,8 @@ OPTIONS = (
            "and headers may take to arrive; then 408 and the connection closed (default 10)", "SECONDS"),
     Option("--body-timeout", ("MOCKSERVER_BODY_TIMEOUT",), positive(number), "seconds a request's body may "
            "take to arrive after its headers; then 408 and the connection closed (default 30)", "SECONDS"),
+    Option("--write-timeout", ("MOCKSERVER_WRITE_TIMEOUT",), positive(number), "seconds a reply may wait for "
+           "its client to read any of it; then the connection is closed and its place freed (default 30)", "SECONDS"),
     Option("--max-header-size", ("MOCKSERVER_MAX_HEADER_SIZE",), header_size, "largest request line "
            "and headers together; larger is a 431 (default 64KiB, at least 1KiB)", "SIZE"),
     Option("--max-connections", ("MOCKSERVER_MAX_CONNECTIONS",), positive(whole), "connections open at "
@@ -608,7 +610,8 @@ def guarded_protocol(settings):
     if connections < settings.max_connections:
         print(f"mockserver: the open-file limit is {fd_limit}: at most {connections} connections at once "
               f"(--max-connections {settings.max_connections} lowered)", file=sys.stderr, flush=True)
-    return protocol(Limits(settings.header_timeout, settings.body_timeout, settings.max_header_size, connections))
+    return protocol(Limits(settings.header_timeout, settings.body_timeout, settings.max_header_size, connections,
+                           settings.write_timeout))
 
 
 def _public(address):

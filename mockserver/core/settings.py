@@ -47,6 +47,7 @@ class Settings:
     max_snapshots: int = 200              # snapshots that may exist at once (the built-in one not counted)
     header_timeout: float = 10.0          # seconds for a request's line and headers (then 408)
     body_timeout: float = 30.0            # seconds for a request's body after its headers (then 408)
+    write_timeout: float = 30.0           # seconds a reply may wait for its client to read any of it (then closed)
     max_header_size: int = 64 * 1024      # bytes of request line and headers (then 431)
     max_connections: int = 1000           # open at once (lowered to fit the open-file limit)
     shutdown_timeout: float = 5.0         # seconds requests in progress may take at shutdown

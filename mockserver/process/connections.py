@@ -1,6 +1,6 @@
 """Limits below HTTP: what one connection may cost the server before its request is whole.
 
-`protocol(limits)` is uvicorn's httptools protocol with four bounds (`Limits`, from the options):
+`protocol(limits)` is uvicorn's httptools protocol with five bounds (`Limits`, from the options):
 
 - **header timeout**: a request's line and headers must have arrived `header_timeout` seconds
   after the connection opened or the request's first byte came; a connection that stays silent,
@@ -11,6 +11,12 @@
   answered sees the client disconnect.
 - **header size**: the request line and headers together at most `max_header_size` bytes; past
   that, 431. Bytes are counted as they arrive, so a huge header is never held whole.
+- **write timeout**: a reply waiting for its client to read it must move: when the client reads
+  nothing of it for `write_timeout` seconds (the reply held back because the client's buffers are
+  full, or a closing connection's last bytes), the connection is dropped with what it still held,
+  and its place is free. The request being answered sees its client gone, quietly: no traceback.
+  The log says what was closed in one line, then at most once every REPORT_EVERY seconds with a
+  count, however many connections it was.
 - **connections**: at most `max_connections` at once. One more takes the place of the connection
   that has waited longest without a request in progress (silent, still sending its headers, or an
   idle keep-alive); only when every connection has a request in progress is it refused, 503.
@@ -27,6 +33,7 @@ and LINGER_BYTES bytes) before closing, so that the client reads the reply inste
 system allows; `connection_budget` keeps `max_connections` below what that limit leaves.
 """
 
+import logging
 from dataclasses import dataclass
 
 import httptools
@@ -40,6 +47,8 @@ LINGER_BYTES = 1024 * 1024       # ... and bytes
 SWEEP = 0.25                     # seconds between two looks at the connections' deadlines
 FD_RESERVE = 100                 # open files kept for everything but connections (state file, webhooks, logs)
 FD_TARGET = 1024 * 1024          # the soft limit asked for when the hard one is unlimited
+REPORT_EVERY = 60.0              # seconds between two log lines about connections closed for not reading
+log = logging.getLogger("mockserver")
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,7 @@ class Limits:
     body_timeout: float = 30.0
     max_header_size: int = 64 * 1024
     max_connections: int = 1000
+    write_timeout: float = 30.0
 
 
 def protocol(limits):
@@ -62,6 +72,9 @@ class _Answered(Exception):
 class GuardedProtocol(HttpToolsProtocol):
     limits = Limits()
     sweeper = None               # the timer of the next sweep of this server's connections, while any are open
+    unread = 0                   # connections closed for not reading their replies, not yet in the log
+    report_at = 0.0              # when the log may next say so (loop time)
+    reporter = None              # the timer of that line, while one is due
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -74,6 +87,10 @@ class GuardedProtocol(HttpToolsProtocol):
         self.answered = False    # a reply was written here (or is due); the connection lingers, then closes
         self.refusal = None      # (status, message) of a reply due once the request before it is answered
         self.discarded = 0
+        self.write_deadline = None   # when a reply the client reads nothing of is dropped (loop time) ...
+        self.write_pending = 0       # ... and the bytes it still held when last looked at
+        self.dropped = False         # dropped for that
+        self.running = None          # the request being answered (self.cycle is the one read last, maybe behind it)
 
     # ------------------------------------------------------------ the connection
     def connection_made(self, transport):
@@ -87,7 +104,28 @@ class GuardedProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc):
         self._disarm()
+        self._gone()
         super().connection_lost(exc)
+
+    def resume_writing(self):
+        # uvloop resumes the writing of a transport it is closing (the client reset the connection) before
+        # connection_lost is called: the reply's next send would write to a closed transport, a traceback
+        if self.transport.is_closing():
+            self._gone()
+        super().resume_writing()
+
+    def _start_asgi_task(self, cycle, app):
+        self.running = cycle
+        super()._start_asgi_task(cycle, app)
+
+    def _gone(self):
+        """Tell the request being answered, and the one read last, that the client is gone: their next send
+        returns at once instead of writing to a closed transport. uvicorn tells only the one read last, which
+        is another when requests came pipelined behind the one being answered."""
+        for cycle in {self.running, self.cycle} - {None}:
+            if not cycle.response_complete:
+                cycle.disconnected = True
+                cycle.message_event.set()
 
     def idle(self):
         """No request in progress (silent, still sending its headers, or between requests), and not closing."""
@@ -178,12 +216,52 @@ class GuardedProtocol(HttpToolsProtocol):
         cls.sweeper = None
         now = self.loop.time()
         guarded = [c for c in self.connections if isinstance(c, cls)]
+        dropped = 0
         for connection in guarded:
             if connection.deadline is not None and connection.deadline <= now:
                 connection.deadline = None
                 connection.expired()
+            dropped += connection._unread(now)
+        if dropped:
+            cls.unread += dropped
+            self._report_unread()
         if guarded:
             self._sweep_later()
+
+    def _unread(self, now):
+        """Drop the connection when its client has read nothing of what waits for it for `write_timeout` seconds
+        (1 when dropped, else 0). Only a reply held back (the transport's buffer past its high-water mark) or the
+        last bytes of a closing connection are watched: no more can be added to them, so fewer bytes waiting
+        than at the last look means the client read some."""
+        pending = 0 if self.dropped else self.transport.get_write_buffer_size()
+        if not pending or not (self.flow.write_paused or self.transport.is_closing()):
+            self.write_deadline = None
+            return 0
+        if self.write_deadline is None or pending < self.write_pending:
+            self.write_deadline, self.write_pending = now + self.limits.write_timeout, pending
+            return 0
+        if now < self.write_deadline:
+            return 0
+        self.dropped, self.write_deadline = True, None
+        self._disarm()
+        self._gone()
+        self.pipeline.clear()                    # requests sent behind it are not started
+        self.transport.abort()                   # what it held is dropped with it; connection_lost frees its place
+        return 1
+
+    def _report_unread(self):
+        """One line for the connections dropped since the last: now, or when REPORT_EVERY has passed since it."""
+        cls = type(self)
+        now = self.loop.time()
+        if now < cls.report_at:
+            if cls.reporter is None:
+                cls.reporter = self.loop.call_at(cls.report_at, self._report_unread)
+            return
+        cls.reporter = None
+        if cls.unread:
+            log.warning("closed %d connection(s) whose client read nothing of its reply for %g seconds "
+                        "(--write-timeout); their places are free", cls.unread, self.limits.write_timeout)
+            cls.unread, cls.report_at = 0, now + REPORT_EVERY
 
     def _head_too_slow(self):
         self.deadline = None

@@ -276,6 +276,7 @@ SAMPLES = {
     "--max-snapshots": ("7", lambda s: s.max_snapshots == 7),
     "--header-timeout": ("2.5", lambda s: s.header_timeout == 2.5),
     "--body-timeout": ("4", lambda s: s.body_timeout == 4),
+    "--write-timeout": ("6", lambda s: s.write_timeout == 6),
     "--max-header-size": ("16k", lambda s: s.max_header_size == 16 * 1024),
     "--max-connections": ("40", lambda s: s.max_connections == 40),
     "--shutdown-timeout": ("0", lambda s: s.shutdown_timeout == 0),
