@@ -10,17 +10,20 @@ guard wrap everything (edge/cors.py).
 """
 
 import asyncio
+import base64
 import hmac
 import logging
 import time
 
-from mockserver.api.pipeline import Pipeline, header_pairs
+from mockserver.api.pipeline import READS, Pipeline, header_pairs
 from mockserver.control import home
 from mockserver.control.routes import control_app
 from mockserver.core.errors import ApiError
 from mockserver.core.paths import DOCUMENT_PATHS
 from mockserver.edge import cors, requestid
 from mockserver.edge.accesslog import access_logger
+from mockserver.edge.hosts import HostGuard, host_of
+from mockserver.sandboxes.changelog import read_records
 from mockserver.sandboxes.sandbox import DEFAULT, choose
 from mockserver.sandboxes.worlds import Worlds
 from mockserver.world.auth import authenticate
@@ -29,8 +32,8 @@ log = logging.getLogger("mockserver")
 JSON = [(b"content-type", b"application/json")]
 # reachable without the control token (probes, the page itself)
 OPEN_CONTROL = ("/_mock/health", "/_mock/ui", "/_mock/schemas")
-GLOBAL_CONTROL = ("/_mock/sandboxes", "/_mock/health", "/_mock/schemas")
-READS = frozenset({"GET", "HEAD", "OPTIONS"})
+GLOBAL_CONTROL = ("/_mock/sandboxes", "/_mock/health", "/_mock/schemas", "/_mock/openapi.json")
+UNLOGGED = ("/_mock/calls/verify",)     # control calls that are not reads yet change nothing
 
 
 class MockServer(Worlds):
@@ -42,14 +45,22 @@ class MockServer(Worlds):
         self.control = control_app(self)
         self.access_log = access_logger(self.settings.log_format) if self.settings.access_log else None
         self.pipeline = Pipeline(self.settings, self.spec, self.access_log)
+        self.pipeline.changed = self.changed
         self.recorder = None                   # the recording proxy (contract/proxy.py), only with an upstream:
         if self.settings.upstream:             # it brings the HTTP client, which a plain server does not need
             from mockserver.contract.proxy import Recorder
             self.recorder = Recorder(self.settings, self.spec)
+        self.hosts = HostGuard(self.settings.allowed_hosts, self.settings.host)
         self.entry = cors.Cors(self.route, cors.parse(self.settings.cors_origins),
                                cors.methods_finder(self.spec, self.control.routes))
 
     async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            host = host_of(scope)
+            if host is not None and not self.hosts.allows(host):   # before anything: a rebound page gets nothing
+                error = self.hosts.refusal(host)
+                await _send(requestid.tagged(scope, send), 403, error.render(), JSON)
+                return
         if self.recorder is not None and self.recorder.wants(scope):
             await self.route(scope, receive, send)   # forwarded: the upstream's reply as it is, no CORS of ours
             return
@@ -61,8 +72,6 @@ class MockServer(Worlds):
             return
         if scope["type"] != "http":
             return
-        if scope["method"] not in READS:       # a read changes nothing the state file keeps (sandboxes/worlds.py)
-            self.changes += 1
         if self.settings.replica_name:
             send = self._tag_replica(send)
         try:
@@ -70,7 +79,15 @@ class MockServer(Worlds):
             if path.startswith("/_mock"):
                 await self._control(scope, receive, cors.added(scope, send), name, path)
                 return
-            if name not in self.sandboxes.live and self.settings.control_token:
+            if path in DOCUMENT_PATHS:
+                await self._document(scope, requestid.tagged(scope, cors.added(scope, send)), path)
+                return
+            if path == "/":
+                prefix = f"/sandbox/{name}" if scope["path"].startswith("/sandbox/") else ""
+                await self._home(scope, requestid.tagged(scope, cors.added(scope, send)), name, prefix)
+                return
+            forwarded = self.recorder is not None and self.recorder.forwards(scope["method"], path)
+            if name not in self.sandboxes.live and not forwarded:    # the upstream's tokens are not ours
                 self._check_may_create(scope, name)
             box = self.sandboxes.get(name)
             box.calls += 1
@@ -78,16 +95,9 @@ class MockServer(Worlds):
             await _send(requestid.tagged(scope, cors.added(scope, send)), error.status, error.render(),
                         JSON + header_pairs(error.headers))
             return
-        if path in DOCUMENT_PATHS:
-            await self._document(scope, requestid.tagged(scope, cors.added(scope, send)), path)
-            return
-        if path == "/":
-            prefix = f"/sandbox/{name}" if scope["path"].startswith("/sandbox/") else ""
-            await self._home(scope, requestid.tagged(scope, cors.added(scope, send)), name, prefix)
-            return
         box.inflight += 1                         # meanwhile the sandbox does not fall asleep
         try:
-            if self.recorder is not None and self.recorder.forwards(scope["method"], path):
+            if forwarded:
                 await self.recorder.forward(box.rt, scope, receive, send, path, self.access_log,
                                             None if name == DEFAULT else name)
             else:
@@ -96,13 +106,18 @@ class MockServer(Worlds):
             box.inflight -= 1
 
     async def _control(self, scope, receive, send, name, path):
-        self._check_control_token(scope, path)
+        if not self.replaying:                     # a change of the log passed the token check once
+            self._check_control_token(scope, path)
         if path.startswith(GLOBAL_CONTROL):
             box = None
         elif path.startswith("/_mock/ui"):          # the page's files: no sandbox made for them
             box = self.sandboxes.live.get(name)
+        elif self.replaying:
+            box = self.sandboxes.get_quietly(name)
         else:
-            box = self.sandboxes.get(name)
+            box = self.sandboxes.existing(name)
+        if scope["method"] not in READS and path not in UNLOGGED and not self.replaying:
+            receive, send = self._logged(scope, receive, send, name, path)
         # the control API routes `path`; under /sandbox/{name} the prefix is its root path, so that the URLs it
         # makes (the redirect of a trailing slash) stay in the sandbox
         scope = {**scope, "root_path": scope["path"][:len(scope["path"]) - len(path)], "mock.sandbox": box,
@@ -111,6 +126,70 @@ class MockServer(Worlds):
             await _in(box, self.control(scope, receive, requestid.tagged(scope, send)))
         except Exception:                          # answered already (500 with the error body): only logged
             log.exception("unhandled error in %s %s", scope["method"], path)
+
+    def _logged(self, scope, receive, send, name, path):
+        """`receive` and `send` of a control call that may change state: its body kept, and, when it answers
+        2xx, the change made durable before the reply leaves (sandboxes/changelog.py)."""
+        body = bytearray()
+
+        async def receiving():
+            message = await receive()
+            if message["type"] == "http.request":
+                body.extend(message.get("body", b""))
+            return message
+
+        async def sending(message):
+            if message["type"] == "http.response.start" and 200 <= message["status"] < 300:
+                kind = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"content-type"), "")
+                await self.changed({"kind": "control", "sandbox": name, "method": scope["method"], "path": path,
+                                    "query": scope["query_string"].decode("latin-1"), "type": kind,
+                                    "body": base64.b64encode(bytes(body)).decode()})
+            await send(message)
+        return receiving, sending
+
+    async def changed(self, change):
+        """A change was made (an API call or a control call): the state file is due for a save, and the change
+        is made durable in its log first, when it keeps one."""
+        self.changes += 1
+        if self.changelog is not None and not self.replaying:
+            await self.changelog.append(change)
+
+    async def replay_changes(self):
+        """At start: the changes of the log that the state file does not hold, run again in order."""
+        records, cut = read_records(self.settings.state_file, after=self.log_upto)
+        if not records:
+            return
+        self.replaying, failed = True, 0
+        try:
+            for change in records:
+                try:
+                    if change["kind"] == "api":
+                        self.pipeline.redo(self.sandboxes.get_quietly(change["sandbox"]).rt, change)
+                    else:
+                        await self._redo_control(change)
+                except Exception:               # the rest still runs; the log says which one failed
+                    failed += 1
+                    log.exception("change log: a change could not be run again: %s", change.get("path"))
+        finally:
+            self.replaying = False
+        self.changes += 1                          # the next save holds them, and the log is cut back
+        log.warning("state file %s: %d change(s) made after its last save run again from its change log%s%s",
+                    self.settings.state_file, len(records), f"; {failed} failed" if failed else "",
+                    f"; {cut} record(s) cut short by the stop left out (never acknowledged)" if cut else "")
+
+    async def _redo_control(self, change):
+        body = base64.b64decode(change["body"])
+        scope = {"type": "http", "method": change["method"], "path": change["path"], "root_path": "",
+                 "raw_path": change["path"].encode(), "query_string": change["query"].encode("latin-1"),
+                 "headers": [(b"content-type", change["type"].encode("latin-1"))] if change["type"] else [],
+                 "http_version": "1.1", "scheme": "http", "server": ("replay", 0), "client": ("replay", 0)}
+
+        async def receive():
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def send(message):
+            pass
+        await self._control(scope, receive, send, change["sandbox"], change["path"])
 
     def _check_control_token(self, scope, path):
         token = self.settings.control_token
@@ -123,9 +202,9 @@ class MockServer(Worlds):
                            headers={"WWW-Authenticate": "Bearer"})
 
     def _check_may_create(self, scope, name):
-        """On a protected mock, a request makes a new sandbox only if it carries a credential of the start
-        world (an API token of the fixtures or a JWT signed with the mock's secret), so that callers
-        without one cannot use up --max-sandboxes."""
+        """An API request makes a new sandbox only if it carries a credential of the start world (an API token
+        of the fixtures or a JWT signed with the mock's secret), so that callers without one (a page's
+        `<img>` tags) cannot use up --max-sandboxes."""
         tokens, default_org, organizations = self.start_auth
         sent = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"), None)
         try:
@@ -186,6 +265,8 @@ class MockServer(Worlds):
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                if self.changelog is not None:
+                    await self.replay_changes()        # before the first request: the world as acknowledged
                 upkeep = asyncio.create_task(self.keep_up())
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":

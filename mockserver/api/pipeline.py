@@ -22,11 +22,12 @@ from mockserver.core.errors import ApiError, invalid
 from mockserver.core.paths import without_api_prefix
 from mockserver.edge import bodies, faults, jsonbody, requestid
 from mockserver.edge.cors import SCOPE_KEY
-from mockserver.world.auth import authenticate, authorize
+from mockserver.world.auth import Token, authenticate, authorize
 from mockserver.world.runtime import Context
 
 log = logging.getLogger("mockserver")
 JSON = [(b"content-type", b"application/json")]
+READS = frozenset({"GET", "HEAD", "OPTIONS"})   # methods that change nothing
 KEPT_VIOLATIONS = 100                   # --self-check: the newest replies that broke the document, kept to show
 
 
@@ -41,7 +42,7 @@ class ApiCall:
 
     __slots__ = ("method", "path", "raw_headers", "authorization", "content_type", "content_length", "content_encoding",
                  "operation", "query", "body", "token", "rule", "faults", "reply_headers", "call_id", "request_id",
-                 "started", "_headers")
+                 "started", "_headers", "sandbox")
 
     def __init__(self, rt, scope, path):
         self.started = time.perf_counter()
@@ -94,7 +95,7 @@ class ApiCall:
                                operation=self.operation, query=self.query, headers=self.journaled_headers(), body=body,
                                status=status, response=payload, duration=time.perf_counter() - self.started,
                                rule=self.rule, request_id=self.request_id, token=self.token and self.token.name,
-                               reply_headers=reply_headers)
+                               reply_headers=reply_headers, fault=", ".join(self.faults) if self.faults else None)
                 return
             except Exception as error:
                 if attempt:
@@ -109,11 +110,13 @@ class Pipeline:
 
     def __init__(self, settings, spec, access_log=None):
         self.settings, self.spec, self.access_log = settings, spec, access_log
+        self.changed = None                    # async (change) -> None: every change made, before its reply
         self.violations = []                   # self-check: replies that do not match the document (the newest)
         self.violation_count = 0
 
     async def api(self, rt, scope, receive, send, path, sandbox=None):
         call = ApiCall(rt, scope, path)
+        call.sandbox = sandbox
         try:
             result = await self.answer(rt, call, scope, receive)
             status = call.operation.status
@@ -183,7 +186,24 @@ class Pipeline:
             await _apply(rt, effects, call.token, now)
         ctx = Context(rt, org=call.token.organization, token=call.token, params=params, query=values, body=call.body,
                       now=now, call_id=call.call_id, effects=effects)
-        return HANDLERS[operation.operation_id](ctx)
+        result = HANDLERS[operation.operation_id](ctx)
+        if self.changed is not None and call.method not in READS:   # durable before its reply (sandboxes/changelog)
+            await self.changed(change_of(call, now, effects))
+        return result
+
+    def redo(self, rt, change):
+        """Run a change of the change log again (sandboxes/changelog.py): the handler of its operation, at the
+        time it ran, with the caller and the scenario effects it had (no authentication, rate limit or rules:
+        it passed them once)."""
+        operation, params, _ = self.spec.resolve(change["method"], change["path"])
+        rt.lifecycle.pump(change["now"])
+        rt.webhooks.pump(change["now"])
+        values, _ = operation.check_query(change["query"])
+        who = change["token"]
+        token = Token(name=who["name"], value="", organization=who["organization"], scopes=who["scopes"])
+        ctx = Context(rt, org=token.organization, token=token, params=params, query=values, body=change["body"],
+                      now=change["now"], call_id=change["call_id"], effects=change["effects"] or {})
+        HANDLERS[operation.operation_id](ctx)
 
     @staticmethod
     def validate(call, errors, raw):
@@ -287,6 +307,15 @@ def _check_json_media(media):
     media = media.strip().lower()
     if media != "application/json" and not media.endswith("+json"):
         raise ApiError(415, f"request body must be application/json, not {media or 'unspecified'}")
+
+
+def change_of(call, now, effects):
+    """What the change log keeps of an API call that changed a world: enough to run its handler again."""
+    token = call.token
+    return {"kind": "api", "sandbox": call.sandbox or "default", "method": call.method, "path": call.path,
+            "query": call.query, "body": call.body, "now": now, "call_id": call.call_id,
+            "token": {"name": token.name, "organization": token.organization, "scopes": list(token.scopes)},
+            "effects": effects or None}
 
 
 def header_pairs(headers):

@@ -156,7 +156,7 @@ class Option:
         return command in self.commands or (command == "record" and "serve" in self.commands)
 
 
-REPEATED = ("--scenario", "--only", "--except", "--skip")      # options given once per value
+REPEATED = ("--scenario", "--only", "--except", "--skip", "--allowed-hosts")      # options given once per value
 SETTING = {"scenario": "scenarios"}                              # an option whose field has another name
 FIELDS = {**{f.name: f for f in fields(ParitySettings)}, **{f.name: f for f in fields(Settings)}}
 
@@ -202,6 +202,11 @@ OPTIONS = (
     Option("--cors-origins", ("MOCKSERVER_CORS_ORIGINS",), origins, "origins browser pages may call "
            "from: local (default: pages on localhost, 127.0.0.1, [::1]), a comma list such as "
            "local,https://console.example.test,http://10.0.0.*:*, * (any page, the API only), or off", "ORIGINS"),
+    Option("--allowed-hosts", ("MOCKSERVER_ALLOWED_HOSTS",), names, "Host names the mock answers besides IP "
+           "addresses, names of one label (localhost, a compose service) and names under .localhost: a name with a "
+           "dot must be listed (*.example.test: any name under it; * turns the check off), else the request is a "
+           "403, which keeps pages whose name was rebound to this address out (the variable: names separated by ',')",
+           "NAME", name="allowed_hosts"),
     Option("--access-log", ("MOCKSERVER_ACCESS_LOG",), flag, "one line per API call on stdout "
            "(default off; the variable: 1/true/yes/on or 0/false/no/off)"),
     Option("--log-format", ("MOCKSERVER_LOG_FORMAT",), one_of(*FORMATS), "of the access log: text "
@@ -235,6 +240,10 @@ OPTIONS = (
            "file across restarts", "PATH"),
     Option("--save-interval", ("MOCKSERVER_SAVE_INTERVAL",), positive(number), "seconds between saves of "
            "the state file when something changed (default 5)", "SECONDS"),
+    Option("--durability", ("MOCKSERVER_DURABILITY",), one_of("fsync", "write", "off"), "with --state-file, how "
+           "far each change is written before its reply: fsync (default: on disk; neither a kill -9 nor a crash of "
+           "the machine loses it), write (with the kernel: a kill -9 loses nothing), off (only the periodic save: "
+           "a kill -9 loses up to the save interval)", "fsync|write|off"),
     Option("--max-snapshots", ("MOCKSERVER_MAX_SNAPSHOTS",), positive(whole), "snapshots that may exist at "
            "once; one more is refused (default 200)", "N"),
     Option("--header-timeout", ("MOCKSERVER_HEADER_TIMEOUT",), positive(number), "seconds a request's line "
@@ -267,7 +276,11 @@ OPTIONS = (
     Option("--fixtures-out", ("MOCKSERVER_FIXTURES_OUT",), Path, "write what the upstream's replies showed "
            "to DIR/recorded.yaml as fixtures when the recorder stops (secret values never)", "DIR"),
     Option("--upstream-timeout", ("MOCKSERVER_UPSTREAM_TIMEOUT",), positive(number), "seconds the upstream "
-           "may take to answer one request (default 30; past it: 504)", "SECONDS", ("serve", "parity")),
+           "may take to answer one request, its whole reply included (default 30; past it: 504)", "SECONDS",
+           ("serve", "parity")),
+    Option("--upstream-max-body", ("MOCKSERVER_UPSTREAM_MAX_BODY",), parse_size, "largest reply of the "
+           "upstream, once unpacked (gzip, deflate) as on the wire; past it the caller gets a 502 (default 64MiB)",
+           "SIZE"),
     Option("--token", ("MOCKSERVER_UPSTREAM_TOKEN",), str, "API token for the platform (better in the "
            "variable than on the command line; never printed)", "TOKEN", ("parity",)),
     Option("--auth-scheme", ("MOCKSERVER_UPSTREAM_AUTH_SCHEME",), one_of("Token", "Bearer"), "scheme "

@@ -32,6 +32,7 @@ from mockserver.edge import bodies, jsonbody
 from mockserver.edge.cors import cross_origin
 from mockserver.process import allocator
 from mockserver.sandboxes import options
+from mockserver.sandboxes.changelog import PROMISES
 from mockserver.sandboxes.sandbox import DEFAULT, check_name
 from mockserver.world.auth import GRANTS, Token, mint_jwt
 from mockserver.world.export import export_fixtures
@@ -121,6 +122,7 @@ async def health(request):
         body["self_check"] = {"violations": mock.pipeline.violation_count, "newest": mock.pipeline.violations[-5:]}
     if mock.saver is not None:
         body["state_file"] = mock.saver.describe()
+        body["state_file"]["changes"] = mock.changelog.describe() if mock.changelog else PROMISES["off"]
         if body["state_file"]["failing"]:
             body["status"] = "degraded"              # still serving: the saves are what fails
     return reply(body)

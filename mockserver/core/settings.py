@@ -43,6 +43,7 @@ class Settings:
     allocator: str = "auto"               # of `mockserver serve` (process/allocator.py): auto, jemalloc, malloc...
     state_file: str | None = None         # set: sandboxes and snapshots kept there across restarts
     save_interval: float = 5.0            # seconds between saves of the state file (when something changed)
+    durability: str = "fsync"             # how far a change is written before its reply (sandboxes/changelog.py)
     fresh: bool = False                   # start from the fixtures even when the state file holds a world
     max_snapshots: int = 200              # snapshots that may exist at once (the built-in one not counted)
     header_timeout: float = 10.0          # seconds for a request's line and headers (then 408)
@@ -52,10 +53,12 @@ class Settings:
     max_connections: int = 1000           # open at once (lowered to fit the open-file limit)
     shutdown_timeout: float = 5.0         # seconds requests in progress may take at shutdown
     cors_origins: str = "local"           # local, *, a comma-separated list of origins (and local, *), or off
+    allowed_hosts: list = field(default_factory=list)   # Host names served besides addresses and one-label names
     access_log: bool = False
     log_format: str = "text"              # of the access log: text or json
     upstream: str | None = None           # set: API requests are forwarded there and recorded (contract/proxy.py)
-    upstream_timeout: float = 30.0        # seconds the upstream may take to answer a forwarded request
+    upstream_timeout: float = 30.0        # seconds the upstream may take to answer a forwarded request, whole
+    upstream_max_body: int = 64 * 1024 * 1024     # bytes an upstream's reply may unpack to (then 502)
     only: list = field(default_factory=list)      # path globs forwarded (none: every API path)
     excluded: list = field(default_factory=list)  # path globs answered by the mock instead (--except)
     har: str | None = None                # set: the recorded exchanges are written there as HAR 1.2

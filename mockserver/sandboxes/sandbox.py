@@ -11,6 +11,7 @@ given by the server. Idle sandboxes expire after `ttl` seconds on the wall clock
 never answered by evicting a live one.
 """
 
+import difflib
 import re
 import time
 import zlib
@@ -174,9 +175,19 @@ class Sandboxes:
         return box
 
     def find(self, name):
+        """The live sandbox `name`, or a 404 that names it and the closest existing names."""
         box = self.live.get(name)
         if box is None:
-            raise ApiError(404, f"sandbox {name} not found")
+            near = difflib.get_close_matches(name, list(self.live), n=3, cutoff=0.6)
+            hint = f"; did you mean {', '.join(near)}?" if near else ""
+            raise ApiError(404, f"sandbox {name} does not exist (control calls never create one: PUT "
+                                f"/_mock/sandboxes/{name} does){hint}")
+        return box
+
+    def existing(self, name):
+        """The sandbox a control call acts on: it must exist (`find`); its use is noted."""
+        box = self.find(name)
+        box.last_used = self.wall()
         return box
 
     def delete(self, name):

@@ -114,8 +114,8 @@ class StateFolderError(StartupError):
 
 
 def encode(server):
-    payload = dumps({"sandboxes": list(server.sandboxes), "snapshots": list(server.snapshots.values())},
-                    server.shared)
+    payload = dumps({"sandboxes": list(server.sandboxes), "snapshots": list(server.snapshots.values()),
+                     "log_upto": server.log_upto}, server.shared)
     writer = __version__.encode()
     code = _code(key_for(server.settings.state_file, create=True), VERSION, writer, payload)
     return MAGIC + HEADER.pack(VERSION, writer, code, len(payload)) + payload
@@ -267,7 +267,8 @@ def set_aside(path):
 
 
 def restore(server, path):
-    """Put the file's sandboxes and snapshots into the server; False when there is no file."""
+    """Put the file's sandboxes and snapshots into the server; False when there is no file. The last segment
+    of the change log the file holds becomes `server.log_upto` (changelog.py)."""
     if not os.path.exists(path):
         return False
     try:
@@ -285,6 +286,7 @@ def restore(server, path):
         server.sandboxes.live[box.name] = box
     server.sandboxes.get_quietly("default")
     server.snapshots = {snap.name: snap for snap in state["snapshots"]}
+    server.log_upto = state.get("log_upto", 0)
     return True
 
 
@@ -317,6 +319,7 @@ class Saver:
         if self.server.changes == self.saved_changes or self.clock() - self.last < self.interval:
             return
         self.last = self.clock()
+        log_upto = self._rotate()
         parent = os.getpid()
         read, write = os.pipe()
         try:
@@ -330,23 +333,32 @@ class Saver:
             os.close(read)
             _save_in_child(self.path, self.server, write, parent)
         os.close(write)
-        self.child = (pid, read, self.server.changes)
+        self.child = (pid, read, self.server.changes, log_upto)
+
+    def _rotate(self):
+        """The change log moves on to a new segment: the save about to be made holds every segment before."""
+        log = self.server.changelog
+        if log is not None:
+            self.server.log_upto = log.rotate()
+        return self.server.log_upto
 
     def _reaped(self, status):
-        pid, read, changes = self.child
+        pid, read, changes, log_upto = self.child
         self.child = None
         with os.fdopen(read, "rb") as pipe:
             said = pipe.read().decode("utf-8", "replace").strip()
         code = os.waitstatus_to_exitcode(status)
         if code == 0:
-            self._saved(changes)
+            self._saved(changes, log_upto)
             return
         _remove(temporary_path(self.path, pid))      # a child killed while writing leaves its file
         if not said:
             said = f"the saving process was killed by signal {-code}" if code < 0 else f"it exited with {code}"
         self._failed(said)
 
-    def _saved(self, changes):
+    def _saved(self, changes, log_upto):
+        if self.server.changelog is not None:           # the save holds them: the log keeps only what came after
+            self.server.changelog.drop_through(log_upto)
         if self.failures:
             log.warning("state file %s: saved again, after %d failed save(s)", self.path, self.failures)
         self.saved_changes = changes
@@ -365,6 +377,7 @@ class Saver:
         if self.child is not None:
             _, status = os.waitpid(self.child[0], 0)
             self._reaped(status)
+        log_upto = self._rotate()
         try:
             save(self.path, encode(self.server))
         except Exception as error:           # one clear line, never a traceback at the stop
@@ -372,7 +385,7 @@ class Saver:
             log.error("state file %s: the last save failed (%s); changes since %s are lost", self.path,
                       self.final_error, _when(self.last_saved_at) or "the start")
             return False
-        self._saved(self.server.changes)
+        self._saved(self.server.changes, log_upto)
         return True
 
     def describe(self):

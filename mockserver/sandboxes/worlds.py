@@ -54,6 +54,9 @@ class Worlds:
         self.sandboxes.create(DEFAULT)
         self.collector = None                  # the process's collector policy (process/collector.py), set by `serve`
         self.saver = None
+        self.changelog = None                  # with a state file: the changes since its last save (changelog.py)
+        self.log_upto = 0                      # the last segment of the change log the state file holds
+        self.replaying = False
         self.loaded = {"from": "fixtures", "fixtures": str(self.settings.fixtures)}   # what the start line says
         if self.settings.state_file:
             self._open_state_file(self.settings.state_file)
@@ -61,14 +64,18 @@ class Worlds:
     def _open_state_file(self, path):
         """The state file's folder checked (a problem stops the start), then its world restored, unless
         `fresh` asks for the fixtures' (the file is then kept aside as PATH.previous)."""
+        from mockserver.sandboxes.changelog import ChangeLog, drop_segments
         from mockserver.sandboxes.statefile import Saver, prepare, restore, set_aside
         prepare(path)
         if self.settings.fresh:
             self.loaded["set_aside"] = set_aside(path)
+            drop_segments(path)
         elif restore(self, path):
             self.loaded = {"from": "state file", "state_file": path, "fixtures": str(self.settings.fixtures),
                            "saved_at": os.stat(path).st_mtime, "sandboxes": len(self.sandboxes),
                            "snapshots": len(self.snapshots)}
+        if self.settings.durability != "off":
+            self.changelog = ChangeLog(path, self.settings.durability)
         self.saver = Saver(self, path, self.settings.save_interval)
 
     # ------------------------------------------------------------ worlds

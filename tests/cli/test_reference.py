@@ -2,6 +2,7 @@
 that differs from what the code says fails here, so an option, a control route, a scenario field or an
 operation cannot be added without its page."""
 
+import copy
 import dataclasses
 
 import yaml
@@ -31,7 +32,7 @@ def test_a_new_control_route_without_its_page_is_caught():
 
 
 def test_a_new_scenario_field_without_its_page_is_caught():
-    schema = schema_document()
+    schema = copy.deepcopy(schema_document())                  # the shared schema stays as it is
     schema["properties"]["planted_field"] = {"type": "string", "description": "a field nobody documented"}
     page = reference.scenario_page(schema)
     assert "`planted_field`" in page and page != (reference.PAGES / "scenario-format.md").read_text()

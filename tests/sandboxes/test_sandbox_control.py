@@ -56,11 +56,11 @@ def test_the_sandbox_past_the_limit_is_refused_and_none_is_evicted(build):
         assert made.status_code == 201
         refusals = [mock.get("/sandbox/second/organization"),
                     mock.get("/organization", headers={"X-Mock-Sandbox": "second"}),
-                    mock.get("/sandbox/second/_mock/calls"),
                     mock.put("/_mock/sandboxes/second")]
         for reply in refusals:
             message = assert_error(reply, 503)["message"]
             assert "second" in message and "limit is 2" in message and "--max-sandboxes" in message
+        assert "does not exist" in assert_error(mock.get("/sandbox/second/_mock/calls"), 404)["message"]
         assert names(mock) == {"default", "first"}
         assert mock.get(f"/sandbox/first/project/{made.json()['id']}").json()["name"] == "mine"
         assert mock.get("/organization").status_code == 200
@@ -247,6 +247,7 @@ def test_on_a_protected_mock_only_a_caller_of_the_start_world_makes_a_sandbox_by
 def test_without_a_control_token_the_control_api_is_open(build):
     mock = TestClient(build(), base_url="http://mock")
     assert mock.get("/_mock/calls").status_code == 200
+    assert mock.put("/_mock/sandboxes/open").status_code == 201
     assert mock.get("/sandbox/open/_mock/calls").status_code == 200
     assert mock.get("/_mock/sandboxes").status_code == 200
 
@@ -263,11 +264,11 @@ def test_every_reply_names_the_replica(build):
                mock.get("/_mock/health"),
                mock.get("/_mock/calls"),                                          # control error (401)
                mock.get("/_mock/calls", headers=CONTROL),
-               mock.get("/sandbox/r/_mock/clock", headers=CONTROL),
+               mock.get("/sandbox/r/_mock/clock", headers=CONTROL),                 # no such sandbox (404)
                mock.get("/_mock/sandboxes/none", headers=CONTROL)]               # control 404
     for reply in replies:
         assert reply.headers.get("x-mock-replica") == "replica-7", (reply.request.url, reply.status_code)
-    assert [r.status_code for r in replies] == [200, 401, 404, 400, 200, 200, 401, 200, 200, 404]
+    assert [r.status_code for r in replies] == [200, 401, 404, 400, 200, 200, 401, 200, 404, 404]
     assert mock.get("/_mock/health").json()["replica"] == "replica-7"
     assert mock.get("/_mock/sandboxes", headers=CONTROL).json()["replica"] == "replica-7"
 

@@ -199,6 +199,8 @@ def test_a_slow_sandbox_does_not_hold_up_another(live_manual):
     slow = Tenant(live_manual.url, "slow-one", "prefix")
     quick = Tenant(live_manual.url, "quick-one", "header")
     try:
+        for tenant in (slow, quick):                      # control calls act on sandboxes that exist
+            assert tenant.root.put(f"/_mock/sandboxes/{tenant.name}").status_code in (200, 201)
         slow.ctl("PUT", "/scenarios/lag", content=json.dumps({"name": "lag", "rules": [
             {"match": {"operation": "getOrganization"}, "effect": {"latency_ms": 3000}}]}))
         started = time.monotonic()
@@ -303,6 +305,7 @@ def test_each_sandbox_generates_its_own_reproducible_ids(mock):
 
 
 def test_tokens_minted_in_one_sandbox_work_only_there(mock):
+    put(mock, "mint", {})
     token = mock.post("/sandbox/mint/_mock/tokens", json={"scopes": ["Read"]}).json()["token"]
     bearer = {"Authorization": f"Token {token}"}
     assert mock.get("/sandbox/mint/organization", headers=bearer).status_code == 200
@@ -593,6 +596,7 @@ def test_option_scenarios_by_the_name_of_a_loaded_file(make_server, tmp_path):
     path.write_text(json.dumps(SCENARIO))
     server = make_server(scenarios=[path])
     with TestClient(server, base_url="http://mock", headers=ADMIN) as mock:
+        put(mock, "named", {})
         mock.delete("/sandbox/named/_mock/scenarios/org-down")                   # made with the files active
         assert mock.get("/sandbox/named/organization").status_code == 200
         box = put(mock, "by-name", {"scenarios": ["org-down"]})
@@ -701,6 +705,7 @@ def test_option_snapshot_fixtures_is_the_start_world(mock):
 
 
 def test_a_clock_cannot_be_moved_past_what_the_api_can_render(mock):
+    put(mock, "far", {})
     before = mock.get("/sandbox/far/_mock/clock").json()
     for seconds in (1e12, 1e300):
         body = assert_error(mock.post("/sandbox/far/_mock/clock/advance", json={"seconds": seconds}), 400)
@@ -762,6 +767,7 @@ def test_sandbox_and_snapshot_replies_match_the_control_document(mock):
 def test_a_trailing_slash_on_a_sandbox_control_route_redirects_within_the_sandbox(server):
     with TestClient(server, base_url="http://mock", headers=ADMIN, follow_redirects=False) as client:
         before = client.get("/_mock/clock").json()["epoch"]
+        assert client.put("/_mock/sandboxes/scn").status_code == 201
         moved = client.post("/sandbox/scn/_mock/clock/advance/", json={"seconds": 5})
         assert moved.status_code in (307, 308)
         assert httpx.URL(moved.headers["location"]).path == "/sandbox/scn/_mock/clock/advance"
@@ -783,4 +789,5 @@ def test_the_sandbox_scenarios_option_chooses_among_the_files_loaded_at_start(ma
         assert [s["name"] for s in client.get("/sandbox/one/_mock/scenarios").json()["results"]] == [one]
         assert client.put("/_mock/sandboxes/none", json={"scenarios": []}).status_code in (200, 201)
         assert client.get("/sandbox/none/_mock/scenarios").json()["results"] == []
+        assert client.put("/_mock/sandboxes/plain").status_code == 201
         assert {s["name"] for s in client.get("/sandbox/plain/_mock/scenarios").json()["results"]} == every

@@ -321,6 +321,8 @@ def test_with_a_control_token_the_router_passes_it_and_fanout_sends_it(tmp_path)
         assert httpx.get(f"{cluster.url}/_replicas/mock-1/_mock/sandboxes", headers=bearer,
                          timeout=10).status_code == 200
         assert httpx.get(f"{cluster.url}/sandbox/team-x/_mock/clock", timeout=10).status_code == 401
+        made = httpx.put(f"{cluster.url}/_mock/sandboxes/team-x", headers=bearer, timeout=10)
+        assert made.status_code == 201, made.text
         assert httpx.get(f"{cluster.url}/sandbox/team-x/_mock/clock", headers=bearer, timeout=10).status_code == 200
         fanout = [sys.executable, str(ROOT / "deploy" / "fanout.py"), cluster.url, "GET", "/_mock/sandboxes"]
         refused = subprocess.run(fanout, capture_output=True, text=True, timeout=60)

@@ -41,6 +41,10 @@ def project_names(client, prefix=""):
 
 
 def save(client, name, prefix="", **extra):
+    """Save the world of the sandbox `prefix` names (made first when it does not exist: control calls act on
+    sandboxes that exist)."""
+    if prefix and client.get(f"/_mock/sandboxes/{prefix.rsplit('/', 1)[-1]}").status_code == 404:
+        assert client.put(f"/_mock/sandboxes/{prefix.rsplit('/', 1)[-1]}").status_code == 201
     return client.post(f"{prefix}/_mock/snapshots", json={"name": name, **extra})
 
 
@@ -117,7 +121,9 @@ def test_a_snapshot_taken_in_one_sandbox_starts_another(client):
     assert save(client, "from-a", prefix="/sandbox/a").json()["sandbox"] == "a"
     assert client.put("/_mock/sandboxes/b", json={"snapshot": "from-a"}).status_code == 201
     assert "world-of-a" in project_names(client, "/sandbox/b")
-    client.post("/sandbox/c/_mock/snapshots/from-a/restore")
+    assert_error(client.post("/sandbox/c/_mock/snapshots/from-a/restore"), 404)     # c does not exist yet
+    assert client.put("/_mock/sandboxes/c").status_code == 201
+    assert client.post("/sandbox/c/_mock/snapshots/from-a/restore").status_code == 200
     assert "world-of-a" in project_names(client, "/sandbox/c")
     assert "world-of-a" not in project_names(client)    # the default sandbox never saw it
     # a sandbox made from a snapshot resets to that snapshot

@@ -23,7 +23,7 @@ def free_port():
         return probe.getsockname()[1]
 
 
-def wait_for(url, timeout=20):
+def wait_for(url, timeout=60):
     deadline = time.time() + timeout
     while time.time() < deadline:
         try:

@@ -83,7 +83,7 @@ func TestConnectGivesUpAtTheDeadline(t *testing.T) {
 		http.Error(w, "starting", http.StatusServiceUnavailable)
 	}))
 	defer server.Close()
-	_, err := mockclient.Connect(context.Background(), server.URL, &mockclient.Options{ReadyTimeout: 300 * time.Millisecond})
+	_, err := mockclient.Connect(context.Background(), server.URL, &mockclient.Options{ReadyTimeout: 2 * time.Second})
 	if err == nil || !strings.Contains(err.Error(), "not ready") || !strings.Contains(err.Error(), "503") {
 		t.Fatalf("want a 'not ready ... 503' error, got %v", err)
 	}
