@@ -20,7 +20,9 @@ request and reply body whole up to `--mockserver-journal-body-limit` bytes (1 Mi
 Consumer contracts: `mockserver.write_pact(path)` writes the test's calls as a pact (merged into
 the file when it exists, so a session's tests write one pact), `write_har(path)` as a HAR log;
 `--mockserver-pact FILE` writes every test's calls into one pact without a line of code. Writers of one
-file take turns under the lock file FILE.lock, which is deleted when the writing is done.
+file take turns under the lock file FILE.lock, which is deleted when the writing is done. A test whose calls
+no other mock could verify (they start from a snapshot private to its sandbox, after a `restore()`, or its
+journal gave up calls they relied on) adds nothing to the file and fails in one line that says why.
 """
 
 import hashlib
@@ -32,7 +34,7 @@ import time
 import httpx
 import pytest
 
-from mockserver.client import Client, connect, free_port, start_container, start_local
+from mockserver.client import Client, PactRefused, connect, free_port, start_container, start_local
 
 JOURNAL_BODY_LIMIT = 1024 * 1024                # bytes of a body a test's sandbox keeps whole (pacts need them)
 STARTS = ("inprocess", "local", "container")
@@ -161,9 +163,15 @@ def mockserver(mockserver_session, request):
     client = mockserver_session.in_sandbox(sandbox_name(prefix, worker, request.node.nodeid),
                                            journal_body_limit=request.config.getoption("--mockserver-journal-body-limit"))
     yield client
-    pact_file = request.config.getoption("--mockserver-pact")
-    if pact_file:
-        client.write_pact(pact_file, request.config.getoption("--mockserver-pact-consumer"),
-                          request.config.getoption("--mockserver-pact-provider"))
-    client.delete_sandbox()
-    client.close()
+    pact_file, refused = request.config.getoption("--mockserver-pact"), None
+    try:
+        if pact_file:
+            client.write_pact(pact_file, request.config.getoption("--mockserver-pact-consumer"),
+                              request.config.getoption("--mockserver-pact-provider"))
+    except PactRefused as error:
+        refused = str(error)
+    finally:
+        client.delete_sandbox()
+        client.close()
+    if refused:
+        pytest.fail(refused, pytrace=False)

@@ -11,7 +11,11 @@ first (each down to a common level), so one busy sandbox cannot push out a quiet
 Every call given up, by count or by bytes, is counted in `dropped`: never silently.
 
 Secrets are redacted when the call is recorded (the Authorization header keeps its scheme and last
-four characters), so nothing readable is kept. Rendering to JSON happens when calls are read.
+four characters; credentials in the query, found by name and by shape, are replaced: calls/credentials.py),
+so nothing readable is kept. Other credentials a client sends the mock (a header such as X-Api-Key, a
+token in a request body) are replaced whenever a call is read (`Call.parts`: the calls, the inspector, a
+pact or a HAR log), which costs the request path nothing; the recording proxy replaces them before it
+journals. Rendering to JSON happens when calls are read.
 """
 
 import difflib
@@ -22,6 +26,7 @@ from functools import lru_cache
 
 import orjson
 
+from mockserver.calls import credentials
 from mockserver.calls.log import Call, CallLog
 from mockserver.core.clock import iso
 from mockserver.document.validation import SECRET_FIELDS, SECRET_MARKER
@@ -169,11 +174,12 @@ class Journal:
         return ident
 
     def add(self, ident, *, at, method, path, operation, query, headers, body, status, response, duration, rule,
-            request_id=None, token=None, reply_headers=(), drift=None):
+            request_id=None, token=None, reply_headers=(), drift=None, fault=None):
         """Store one call. `operation` is the matched Operation or None; `response` the body bytes;
         `token` the name of the caller's token (None when the call was not authenticated); `headers` the
         request's, already redacted (`name: value` lines, a dict or byte pairs); `reply_headers` the (name, value)
-        byte pairs sent; `drift` the findings of a call forwarded to the upstream."""
+        byte pairs sent; `drift` the findings of a call forwarded to the upstream; `fault` the network faults of a
+        scenario rule that shaped the reply (their names, comma-separated), None when it went out as made."""
         if body is not None and operation is not None:
             secret = "Secret" in operation.operation_id
             validator = operation.body
@@ -184,6 +190,8 @@ class Journal:
             elif secret or needs_redaction(body, fields, containers):
                 body = redact_body(body, secret, fields, containers)
         truncated = None
+        if query:
+            query = credentials.query(query)
         request = EMPTY_REQUEST if not query and body is None else orjson.dumps((query, body))
         if len(request) > self.body_limit:       # the body is most of it: keep the body cut, if it is the body
             encoded_body = orjson.dumps(body)
@@ -201,7 +209,8 @@ class Journal:
         call = Call(id=ident, at=at, method=method, path=path, operation=operation, status=status, duration=duration,
                     rule=rule, request_id=request_id, token=token, truncated=truncated, request=request,
                     response=response, reply_headers=b"\n".join(map(b": ".join, reply_headers)),
-                    request_headers=header_lines(headers), drift=None if drift is None else orjson.dumps(drift))
+                    request_headers=header_lines(headers), drift=None if drift is None else orjson.dumps(drift),
+                    fault=fault)
         added = 0
         if len(self.entries) >= self.size:       # full: the oldest goes first (a journal of fewer than
             added -= self.entries.drop_oldest()  # BLOCK + KEEP calls then never packs)

@@ -20,6 +20,8 @@ from operator import attrgetter
 import orjson
 import zstandard
 
+from mockserver.calls import credentials
+
 BLOCK = 128                     # calls packed together (fewer compress worse; more gain nothing)
 KEEP = 32                       # the newest calls always kept as objects (a read of the last 20 unpacks nothing)
 BLOCK_OVERHEAD = 200            # bytes a block costs besides its compressed bytes: the object, its operations
@@ -39,7 +41,7 @@ def _codec():
 
 
 HEADS = ("id", "at", "method", "path", "operation", "status", "duration", "rule", "request_id", "token",
-         "truncated")                               # what filters, counts and the inspector's rows read
+         "truncated", "fault")                      # what filters, counts and the inspector's rows read
 BODIES = ("request", "response", "reply_headers", "request_headers", "drift")    # the rest: read for a match
 FIELDS = HEADS + BODIES
 
@@ -48,25 +50,27 @@ class Call:
     """One journaled call, built by keyword (FIELDS). `request` is the JSON of [query, body]; `request_headers`
     and `reply_headers` the headers as `name: value` lines; `response` the reply's bytes; `truncated` maps
     "body"/"response" to the size sent when that part was kept cut; `drift` is None for a call the mock answered,
-    and for a call forwarded to the upstream (contract/proxy.py) the JSON of its drift findings, `[]` when none."""
+    and for a call forwarded to the upstream (contract/proxy.py) the JSON of its drift findings, `[]` when none;
+    `fault` names the network faults a scenario rule shaped the reply with (`truncate`, `reset, dribble`), None
+    for a reply sent as it was made."""
 
     __slots__ = (*FIELDS, "size")
 
     def __init__(self, *, id: int, at: float, method: str, path: str, operation, status: int, duration: float,
                  rule: str | None, request_id: str | None, token: str | None, truncated: dict | None,
                  request: bytes, response: bytes, reply_headers: bytes = b"", request_headers: bytes = b"",
-                 drift: bytes | None = None) -> None:
+                 drift: bytes | None = None, fault: str | None = None) -> None:
         self.id, self.at, self.method, self.path, self.operation = id, at, method, path, operation
         self.status, self.duration, self.rule, self.request_id, self.token = status, duration, rule, request_id, token
         self.request, self.response, self.truncated = request, response, truncated
         self.request_headers, self.reply_headers = request_headers, reply_headers
-        self.drift = drift
+        self.drift, self.fault = drift, fault
         self.size = self.measure()
 
     def measure(self) -> int:
         """The bytes the call is counted for, kept as an object."""
         return (OVERHEAD + len(self.path) + len(self.request) + len(self.request_headers) + len(self.response)
-                + len(self.reply_headers) + len(self.request_id or "") + len(self.drift or b""))
+                + len(self.reply_headers) + len(self.request_id or "") + len(self.drift or b"") + len(self.fault or ""))
 
     def fields(self) -> dict:
         """The call's fields by name (what `Call(**fields)` takes)."""
@@ -77,9 +81,12 @@ class Call:
         return None if self.drift is None else orjson.loads(self.drift)
 
     def parts(self):
-        """(query, headers, body) as they were recorded (a cut body is the text kept)."""
+        """(query, headers, body) as they were recorded (a cut body is the text kept), credentials replaced (by
+        name and by shape: calls/credentials.py)."""
         query, body = orjson.loads(self.request)
-        return query, dict(_lines(self.request_headers)), body
+        if body is not None and not isinstance(body, str):
+            body = credentials.json_bytes(self.request, body)[1]
+        return query, dict(_lines(credentials.header_lines(self.request_headers))), body
 
     def response_headers(self):
         """The reply's headers as (name, value) strings, in the order sent."""

@@ -10,16 +10,17 @@ with
   match the uuid format, timestamps the date-time format, counts, durations and generated strings
   (commit data, execution ids, error messages) their type, and lists whose length follows the clock
   (deployment steps, histories, logs) any length;
-- provider states: where the call started from (`the platform starts from {source}`: the sandbox's
-  fixtures, a snapshot, or its own options) and the records it relied on (`application {id} exists and
-  is DEPLOYED`), with params that let the mock make them true (provider_states.py): records the flow
-  created carry the call that created them and the edits made since.
+- provider states (calls/history.py): where the call started from (`the platform starts from {source}`:
+  the sandbox's fixtures, a snapshot, or its own options) and every write of the flow its reply can show,
+  at its place in time, with params that let the mock make them true (contract/provider.py).
 
-`History` reads the whole journal once to know, at each call, which records the flow had created,
-edited or deleted and which service states the client had seen. Bodies were redacted when journaled,
-so no secret value or token reaches a pact. Calls that are about the caller's credential (401, 403,
-429), were dropped or answered by a scenario's scripted error, and calls whose request body the journal
-kept cut, are left out and listed in the metadata; a reply kept cut is matched by type and listed.
+Bodies were redacted when journaled, so no secret value or token reaches a pact. Left out, and listed in
+the metadata with the reason: calls about the caller's credential (401, 403, 429), calls no operation
+answers (404, 405), calls dropped, answered by a scenario's scripted error or shaped by its network fault
+(truncate, malformed_body, reset, dribble), calls whose request body the journal kept cut, calls whose path
+names a record the journal does not say how it was made, and, when `document` is given a `check`, calls
+whose recorded reply the provider states do not give on a fresh mock. A reply kept cut is matched by type
+and listed.
 """
 
 import hashlib
@@ -27,17 +28,12 @@ import re
 
 import orjson
 
-from mockserver.core.kinds import BY_PATH
+from mockserver.calls.history import UUID, UUID_TEXT, path_ids, reply_json
 from mockserver.core.version import __version__
 
-UUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 DATE_TIME = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$"
-UUID_TEXT = re.compile(UUID)
 DATE_TIME_TEXT = re.compile(DATE_TIME)
 KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-SERVICES = frozenset(BY_PATH)
-CREATES = ("create", "override", "alias")       # operation ids that make a record (its id is in the reply)
-ACTIONS = ("deploy", "redeploy", "stop", "restart", "uninstall")  # operation ids that change a service's state
 # Strings the platform makes up (not the client): matched by type.
 GENERATED_STRINGS = frozenset({
     "execution_id", "last_execution_id", "git_commit_id", "deployed_commit_id", "message", "author_name",
@@ -47,194 +43,9 @@ GENERATED_STRINGS = frozenset({
 GROWING_LISTS = frozenset({"details", "stages"})
 GROWING_REPLIES = re.compile(r"^(list\w*DeploymentHistory\w*|get\w*Logs|list\w*Commits|getEnvironmentDeploymentQueue"
                              r"|list\w*Backups)$")
-# Path words that name a record differently than its noun.
-NOUNS = {"environmentVariable": "variable", "containerRegistry": "container registry", "labelsGroups": "labels group",
-         "customDomain": "custom domain", "deploymentRule": "deployment rule", "credentials": "credentials"}
+UNKNOWN = "its path names"             # the start of the reason of a call whose record the journal cannot make
 LEFT_OUT = {0: "the connection was dropped by a scenario rule", 401: "about the caller's credential",
             403: "about the caller's credential", 429: "about the caller's rate limit"}
-SOURCE_STATE = "the platform starts from {source}"
-
-
-def noun(word):
-    return NOUNS.get(word, word)
-
-
-def path_ids(template, path):
-    """[(word before the parameter, value)] of a call's path parameters, in order."""
-    out, previous = [], None
-    for pattern, value in zip(template.strip("/").split("/"), path.strip("/").split("/")):
-        if pattern.startswith("{"):
-            out.append((previous, value))
-        else:
-            previous = pattern
-    return out
-
-
-def body_ids(body, key=None):
-    """[(key, value)] of the uuids a request body refers to (its own read-only `id` aside)."""
-    if isinstance(body, dict):
-        return [found for name, item in body.items() if name != "id" for found in body_ids(item, name)]
-    if isinstance(body, list):
-        return [found for item in body for found in body_ids(item, key)]
-    if isinstance(body, str) and UUID_TEXT.match(body):
-        return [((key or "record").removesuffix("_id"), body)]
-    return []
-
-
-def reply_json(call):
-    if not call.response or call.truncated and "response" in call.truncated:
-        return None
-    try:
-        return orjson.loads(call.response)
-    except orjson.JSONDecodeError:
-        return None
-
-
-def step(call, query, body):
-    """A call as the provider-state protocol replays it."""
-    out = {"operation": call.operation_id, "method": call.method, "path": call.path}
-    if query:
-        out["query"] = query
-    if body is not None:
-        out["body"] = body
-    return out
-
-
-class Record:
-    """A record the flow created, edited or deleted."""
-
-    __slots__ = ("id", "noun", "created", "create", "parents", "edits", "deleted", "delete")
-
-    def __init__(self, ident, word=None):
-        self.id, self.noun = ident, word
-        self.created = self.create = self.deleted = self.delete = None
-        self.parents, self.edits = [], []
-
-
-class History:
-    """What the journal's calls did, call by call (calls by id, oldest first). `held(id)` says whether the
-    world the flow started from holds a record."""
-
-    def __init__(self, calls, held):
-        self.held = held
-        self.records: dict[str, Record] = {}
-        self.words: dict[str, str] = {}         # id -> the noun of the path word or body key that named it
-        self.seen: dict[str, list[tuple[int, str]]] = {}   # service id -> [(call id, state)]
-        self.actions: dict[str, list[int]] = {}  # service id -> [call ids of its deploys, stops, restarts...]
-        for call in calls:
-            if call.operation is not None and 200 <= call.status < 300:
-                self._learn(call)
-        self.children: dict[str, list[Record]] = {}   # id -> the records the flow created under it
-        for record in self.records.values():
-            for parent in dict.fromkeys(record.parents) if record.created is not None else ():
-                self.children.setdefault(parent, []).append(record)
-
-    def of(self, ident, word=None):
-        found = self.records.get(ident)
-        if found is None:
-            found = self.records[ident] = Record(ident, word)
-        found.noun = found.noun or word
-        return found
-
-    def _learn(self, call):
-        query, _, body = call.parts()
-        reply, operation = reply_json(call), call.operation_id
-        ids = path_ids(call.template, call.path)
-        if operation.startswith(CREATES) and isinstance(reply, dict) and isinstance(reply.get("id"), str):
-            word = call.template.rstrip("/").rsplit("/", 1)[-1]
-            made = self.of(reply["id"], noun(ids[-1][0] if word in ("override", "alias") else word))
-            made.created, made.create = call.id, step(call, query, body)
-            refs = [(noun(word), value) for word, value in ids] + body_ids(body)
-            made.parents = [value for _, value in refs]
-            for word, value in refs:
-                self.words.setdefault(value, word)
-        elif operation.startswith("edit") and ids:
-            self.of(ids[-1][1], noun(ids[-1][0])).edits.append((call.id, step(call, query, body)))
-        elif operation.startswith("delete") and ids:
-            gone = self.of(ids[-1][1], noun(ids[-1][0]))
-            gone.deleted, gone.delete = call.id, step(call, query, None)
-        elif operation.startswith(ACTIONS) and ids:
-            self.actions.setdefault(ids[-1][1], []).append(call.id)
-        for ident, state in _states(reply):
-            self.seen.setdefault(ident, []).append((call.id, state))
-
-    def state_of(self, ident, before, including=False):
-        """The service state the client last saw before call `before` (or in it, with `including`)."""
-        found = None
-        for at, state in self.seen.get(ident, ()):
-            if at < before or (including and at == before):
-                found = state
-        return found
-
-    def relied(self, call, source):
-        """The provider states of a call, in the order the flow made them true: where it started from, the
-        records it relied on (each when it was created), the service states it relied on (each after the
-        action that led to it)."""
-        query, _, body = call.parts()
-        refs = [(noun(word), ident) for word, ident in path_ids(call.template, call.path)] + body_ids(body)
-        for word, ident in refs:
-            self.words.setdefault(ident, word)
-        reading = call.method == "GET"
-        placed: list[tuple[int, int, dict]] = []     # (call id it became true at, order, state)
-        for ident in self._closure([ident for _, ident in refs], call.id):
-            record = self.records.get(ident)
-            word = (record and record.noun) or self.words.get(ident, "record")
-            for state in self._state(ident, record, word, call.id):
-                placed.append((record.created if record and record.created else 0, len(placed), state))
-            if word in SERVICES:           # a service's records and lists show what its deployments did
-                state = self.state_of(ident, call.id, including=reading)
-                if state is not None:
-                    acted = [at for at in self.actions.get(ident, ()) if at < call.id]
-                    placed.append((acted[-1] if acted else 0, len(placed),
-                                   {"name": f"{word} {{id}} exists and is {{state}}",
-                                    "params": {"id": ident, "state": state}}))
-        placed.sort(key=lambda item: item[:2])
-        return [{"name": SOURCE_STATE, "params": {"source": source}}] + [state for _, _, state in placed]
-
-    def _closure(self, direct, before):
-        """The ids a call relied on: its own, the parents of records the flow created (up to the start
-        world), and what the flow created under any of them before the call (a list shows those)."""
-        found, queue = {}, list(direct)
-        while queue:
-            ident = queue.pop(0)
-            if ident in found:
-                continue
-            found[ident] = True
-            record = self.records.get(ident)
-            if record is not None and record.created is not None and record.created < before:
-                queue.extend(record.parents)
-            queue.extend(child.id for child in self.children.get(ident, ()) if child.created < before)
-        return list(found)
-
-    def _state(self, ident, record, word, before):
-        """The existence state of one record at call `before` (none for a record neither the start world
-        nor the flow had: the call relied on its absence, which a fresh world gives)."""
-        created = record is not None and record.created is not None and record.created < before
-        if not created and not self.held(ident):
-            return []
-        if record is not None and record.deleted is not None and record.deleted < before:
-            if created:
-                return []
-            return [{"name": f"{word} {{id}} does not exist", "params": {"id": ident, "delete": record.delete}}]
-        params = {"id": ident}
-        if created:
-            params["create"] = record.create
-        edits = [edit for at, edit in (record.edits if record else ()) if at < before]
-        if edits:
-            params["edits"] = edits
-        return [{"name": f"{word} {{id}} exists", "params": params}]
-
-
-def _states(reply):
-    """(service id, state) pairs a reply shows: a status, an action's record, a list of statuses."""
-    items = reply["results"] if isinstance(reply, dict) and isinstance(reply.get("results"), list) else [reply]
-    out = []
-    for item in items:
-        if isinstance(item, dict) and isinstance(item.get("state"), str):
-            ident = item.get("service_id") or item.get("id")
-            if isinstance(ident, str):
-                out.append((ident, item["state"]))
-    return out
 
 
 # ------------------------------------------------------------ matching rules
@@ -294,7 +105,12 @@ def reply_rules(call, reply):
 def left_out(call):
     """Why a call is not an interaction, or None."""
     if call.operation is None:
+        if call.status == 405:
+            return f"its path has no {call.method} operation (405): no operation of the API answers it"
         return "no operation of the API answers its path"
+    if call.fault:
+        return (f"its reply was shaped by the network fault ({call.fault}) of scenario rule {call.rule}: "
+                f"not the reply the platform sends")
     if call.status in LEFT_OUT:
         return LEFT_OUT[call.status]
     if call.rule and call.status >= 400:
@@ -360,21 +176,19 @@ def _body(value, content_type, version):
     return value
 
 
-def document(calls, history, consumer, provider, source, version=4, dropped=0):
-    """The pact of `calls` (oldest first), whose states `history` (of the whole journal) tells."""
+def document(calls, history, consumer, provider, source, version=4, dropped=0, check=None):
+    """The pact of `calls` (oldest first), whose states `history` (of the whole journal) tells. `check(call,
+    states)`, when given, says why a fresh mock would not give the recorded reply from those states (None:
+    it would): the states of every record the flow wrote are tried next, then the call is left out."""
     interactions, cut, skipped = [], [], []
-    seen: dict[bytes, list[int]] = {}          # what makes calls the same -> their ids
+    seen: set[bytes] = set()                   # what makes calls the same
     names: dict[str, int] = {}                 # description -> calls described so
     for call in calls:
-        reason = left_out(call)
+        item, reason = _interaction(call, history, source, version, seen, check)
         if reason:
             skipped.append({"call": call.id, "operation": call.operation_id, "status": call.status, "reason": reason})
+        if item is None:
             continue
-        same, item = interaction(call, history.relied(call, source), version)
-        if same in seen:
-            seen[same].append(call.id)
-            continue
-        seen[same] = [call.id]
         count = names[item["description"]] = names.get(item["description"], 0) + 1
         if count > 1:
             item["description"] += f" #{count}"
@@ -387,3 +201,80 @@ def document(calls, history, consumer, provider, source, version=4, dropped=0):
                          "idp-mockserver": {"version": __version__, "source": source, "calls": len(calls),
                                             "interactions": len(interactions), "cut": cut, "left_out": skipped,
                                             "dropped": dropped}}}
+
+
+def _interaction(call, history, source, version, seen, check):
+    """(the interaction of a call or None, why it is left out or None); None, None for a call that is the
+    same as one already written."""
+    reason = left_out(call) or _unknown(history, call)
+    if reason:
+        return None, reason
+    for everything in (False, True):
+        same, item = interaction(call, history.relied(call, source, everything), version)
+        if same in seen:
+            return None, None
+        reason = check(call, item["providerStates"]) if check is not None else None
+        if reason is None:
+            seen.add(same)
+            return item, None
+    return None, reason
+
+
+def _unknown(history, call):
+    named = history.unknown(call)
+    if not named:
+        return None
+    word, ident = named[0]
+    return (f"{UNKNOWN} {word} {ident}, which neither the world the flow started from nor a journaled call "
+            f"made (a record the platform made on its own, such as a built-in variable, or one made by a call the "
+            f"journal no longer holds)")
+
+
+# ------------------------------------------------------------ a reply against the recorded one
+def disagrees(call, status, payload):
+    """Why a reply (status, body bytes) would fail the interaction of a recorded call, or None: the status, and
+    the body as the pact's matching rules compare it (an object may hold more fields than recorded)."""
+    if status != call.status:
+        return f"it answers {status} where {call.status} was recorded"
+    if call.truncated and "response" in call.truncated:
+        return None                             # matched by type: a body of the same status
+    expected = reply_json(call)
+    if expected is None:
+        return None if not call.response or payload == call.response else "its body differs from the recorded one"
+    try:
+        actual = orjson.loads(payload) if payload else None
+    except orjson.JSONDecodeError:
+        return "its body is not JSON"
+    where = _mismatch(expected, actual, "$", reply_rules(call, expected)[0])
+    return None if where is None else f"its body differs at {where}"
+
+
+def _mismatch(expected, actual, path, rules):
+    """The first JSON path where `actual` fails `expected` under the matching rules, or None."""
+    rule = rules.get(path)
+    if rule is not None:
+        if rule["match"] == "regex":
+            return None if isinstance(actual, str) and re.match(rule["regex"], actual) else path
+        return None if _kind(actual) == _kind(expected) else path
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return path
+        for name, item in expected.items():
+            if name not in actual:
+                return _child(path, name)
+            found = _mismatch(item, actual[name], _child(path, name), rules)
+            if found:
+                return found
+        return None
+    if isinstance(expected, list):
+        if not isinstance(actual, list) or len(actual) != len(expected):
+            return path
+        return next((found for index, (one, other) in enumerate(zip(expected, actual))
+                     if (found := _mismatch(one, other, f"{path}[{index}]", rules))), None)
+    return None if expected == actual and _kind(expected) == _kind(actual) else path
+
+
+def _kind(value):
+    if isinstance(value, bool) or value is None:
+        return type(value)
+    return (int, float) if isinstance(value, (int, float)) else type(value)

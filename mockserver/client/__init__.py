@@ -19,10 +19,10 @@ A control call that answers 4xx or 5xx raises `MockServerError` (an AssertionErr
 failed expectation) carrying the status and the server's message.
 """
 
-from mockserver.client.control import Client, MockServerError
+from mockserver.client.control import Client, MockServerError, PactRefused
 from mockserver.client.files import merge_pacts, write_json
 from mockserver.client.start import connect, free_port, start_container, start_local
 from mockserver.client.tokens import Tokens, UnknownToken, version_mismatch
 
-__all__ = ["Client", "MockServerError", "Tokens", "UnknownToken", "connect", "free_port", "merge_pacts",
+__all__ = ["Client", "MockServerError", "PactRefused", "Tokens", "UnknownToken", "connect", "free_port", "merge_pacts",
            "start_container", "start_local", "version_mismatch", "write_json"]

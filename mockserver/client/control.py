@@ -24,6 +24,15 @@ class MockServerError(AssertionError):
         super().__init__(f"control API {method} {path} answered {status}: {self.message}")
 
 
+class PactRefused(AssertionError):
+    """A pact that no other mock could verify, not written: one line that says why (`reasons`: the export's
+    `unverifiable`)."""
+
+    def __init__(self, path, reasons):
+        self.path, self.reasons = path, list(reasons)
+        super().__init__(f"mockserver: the pact {path} is not written: {'; '.join(self.reasons)}")
+
+
 def private_name(sandbox, name):
     """The name a sandbox's snapshot is stored under, private to it (the same in every language's client)."""
     return f"{name[:48]}.{hashlib.sha1(f'{sandbox}|{name}'.encode()).hexdigest()[:12]}"
@@ -186,8 +195,13 @@ class Client:
 
     def write_pact(self, path, consumer="consumer", provider="idp-platform", spec=4, merge=True, **filters):
         """Write the calls as a pact file; with `merge`, into the pact already at `path` (same consumer and
-        provider: its interactions kept, the new ones added). The document written."""
+        provider: its interactions kept, the new ones added). The document written. A pact that no other mock
+        could verify (its calls start from a private snapshot, which goes with the sandbox, or the journal gave
+        up calls it relied on: the export's `unverifiable`) is not written: PactRefused says why, in one line."""
         document = self.export_pact(consumer=consumer, provider=provider, spec=spec, **filters)
+        reasons = document.get("metadata", {}).get("idp-mockserver", {}).get("unverifiable")
+        if reasons:
+            raise PactRefused(path, reasons)
         return write_json(path, document, merge_pacts if merge else None)
 
     def write_har(self, path, **filters):

@@ -1,6 +1,8 @@
 """Drift: how what the platform answered differs from what the mock knows.
 
-Two comparisons, both returning findings (plain dicts `{kind, path, message}`, JSON-ready):
+Two comparisons, both returning findings (plain dicts `{kind, path, message}`, JSON-ready), in one
+vocabulary (`KINDS`): each finding says what the platform does against a reference, the mock's document
+when recording (`mockserver record`) and the mock's own reply in a parity run (`mockserver parity`):
 
 - `against_schema(value, schema)`: a value (a request or reply body) against the mock's document,
   the JSON Schema the validators were compiled from: fields the document does not declare (`added`),
@@ -11,7 +13,9 @@ Two comparisons, both returning findings (plain dicts `{kind, path, message}`, J
   (the parity run): fields one has and the other lacks, and fields whose kinds differ. Values are
   normalized to their kinds first (ids, timestamps and generated values never compare equal between
   two runs; their kind does), nulls agree with anything, and the items of a list are merged into one
-  shape (`$.results[*].id`), so two lists of different lengths compare by what their items hold.
+  shape (`$.results[*].id`), so two lists of different lengths compare by what their items hold. A field
+  that follows the record's state (`STATE_FIELDS`: what a service shows once deployed, a cluster while
+  locked) on one side only is no finding: it is noted (`states_apart`), as the records are not alike.
 
 Paths are JSON paths from the body's root `$`. Findings name keys and kinds, never a field's value
 (an enum finding shows the unknown value: enum values are names, never secrets).
@@ -30,8 +34,47 @@ RATE_HEADERS = ("x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset
 JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
 
 
+# Every kind of finding, recording and parity alike: what the platform does against the reference (the mock's
+# document when recording, the mock's reply in a parity run).
+KINDS = {
+    "added": "added: the platform sends a field the reference does not have",
+    "missing": "missing: the platform does not send a field the reference has (the document: requires)",
+    "type": "changed type: the platform sends another type (uuid and date-time strings told apart)",
+    "enum": "unknown value: the platform sends a value of an enum the document does not list",
+    "status": "status: another status (parity), or one the document does not declare (record)",
+    "header": "header: a header that matters differs, or one the document promises is missing",
+    "body": "body: a body on one side only, or one that is not JSON",
+    "error": "error body: not the spec's {status, error, message}",
+    "states": "states: a polled status went through other states, or ended apart (parity)",
+    "route": "route: no operation of the document answers the path (record)",
+    "request": "request: the request breaks the document (record)",
+    "upstream": "upstream: the upstream could not be asked (record)",
+}
+REFERENCES = {"document": "the document", "mock": "the mock"}
+# Fields that follow a record's state, not its kind (the document declares them optional): a service shows them
+# once deployed, a cluster while locked or while an upgrade is available.
+STATE_FIELDS = {"deployed_commit_id": "deployed", "last_deployment_date": "deployed",
+                "last_deployment_state": "deployed", "deployment_request_id": "deployed", "execution_id": "deployed",
+                "last_execution_id": "deployed", "cluster_lock": "locked", "next_k8s_available_version": "upgradable"}
+
+
 def finding(kind, path, message, **extra):
     return {"kind": kind, "path": path, "message": message, **extra}
+
+
+def added(path, reference):
+    return finding("added", path, f"the platform sends a field {REFERENCES[reference]} does not have")
+
+
+def missing(path, reference):
+    has = "requires" if reference == "document" else "sends"
+    return finding("missing", path, f"the platform does not send a field {REFERENCES[reference]} {has}")
+
+
+def changed_type(path, reference, expected, actual):
+    """A value of another type: `expected` the reference's types, `actual` the platform's."""
+    return finding("type", path, f"changed type: {REFERENCES[reference]} has {' or '.join(expected)}, the platform "
+                                 f"sends {' or '.join(actual)}", expected=expected, actual=actual)
 
 
 def json_type(value):
@@ -81,14 +124,12 @@ def against_schema(value, schema, path="$"):
     expected = _types(schema)
     actual = json_type(value)
     if expected and not (actual in expected or (actual == "integer" and "number" in expected)):
-        return [finding("type", path, f"expected {' or '.join(sorted(expected))}, got {actual}",
-                        expected=sorted(expected), actual=actual)]
+        return [changed_type(path, "document", sorted(expected), [actual])]
     if "enum" in schema and value not in schema["enum"]:
-        return [finding("enum", path, f"{value!r} is not a value the document knows", actual=value)]
+        return [finding("enum", path, f"unknown value: {value!r} is not a value the document knows", actual=value)]
     pattern = FORMATS.get(schema.get("format"))
     if pattern is not None and isinstance(value, str) and not pattern.match(value):
-        return [finding("type", path, f"expected a {schema['format']} string, got another string",
-                        expected=f"string ({schema['format']})", actual="string")]
+        return [changed_type(path, "document", [f"string ({schema['format']})"], ["string"])]
     if isinstance(value, dict):
         return _object_findings(value, schema, path)
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
@@ -99,8 +140,7 @@ def against_schema(value, schema, path="$"):
 def _object_findings(value, schema, path):
     properties = schema.get("properties")
     extra = schema.get("additionalProperties")
-    out = [finding("missing", f"{path}.{name}", "a required field is absent")
-           for name in schema.get("required", ()) if name not in value]
+    out = [missing(f"{path}.{name}", "document") for name in schema.get("required", ()) if name not in value]
     for name, item in value.items():
         sub = properties.get(name) if properties else None
         if sub is not None and sub != {"not": {}}:
@@ -108,7 +148,7 @@ def _object_findings(value, schema, path):
         elif isinstance(extra, dict):
             out += against_schema(item, extra, f"{path}.{name}")
         elif properties is not None and extra is not True:
-            out.append(finding("added", f"{path}.{name}", "a field the document does not declare"))
+            out.append(added(f"{path}.{name}", "document"))
     return _unique(out)
 
 
@@ -233,26 +273,40 @@ def shape(value, path="$", out=None):
 def against_reply(upstream, mock, maps=()):
     """Findings of the platform's reply (`upstream`) against the mock's reply to the same call. `maps` are
     JSON paths whose keys are data (a map of names to values), compared by their values only."""
+    return _reply_findings(upstream, mock, maps)[0]
+
+
+def states_apart(upstream, mock, maps=()):
+    """The paths of fields that follow a record's state (STATE_FIELDS) that one side only sends: no drift."""
+    return _reply_findings(upstream, mock, maps)[1]
+
+
+def _reply_findings(upstream, mock, maps):
     up, mo = shape(_collapse(upstream, maps)), shape(_collapse(mock, maps))
     unknown = {path for side in (up, mo) for path in side[None] - side["items"]}
-    out, reported = [], []
+    out, reported, apart = [], [], []
     for path in sorted((up.keys() | mo.keys()) - {None, "items"}, key=_order):
         if any(path.startswith((f"{above}.", f"{above}[")) for above in reported + list(unknown)):
             continue
-        if path not in mo:
-            out.append(finding("added", path, "the platform sends a field the mock does not"))
+        if (path in mo) != (path in up) and _state_field(path):
+            apart.append(path)
+            reported.append(path)
+        elif path not in mo:
+            out.append(added(path, "mock"))
             reported.append(path)
         elif path not in up:
-            out.append(finding("missing", path, "the mock sends a field the platform does not"))
+            out.append(missing(path, "mock"))
             reported.append(path)
         else:
             theirs, ours = up[path] - {"null"}, mo[path] - {"null"}
             if theirs and ours and not theirs & ours:
-                out.append(finding("type", path, f"the platform sends {' or '.join(sorted(theirs))}, the mock "
-                                                 f"{' or '.join(sorted(ours))}", expected=sorted(ours),
-                                   actual=sorted(theirs)))
+                out.append(changed_type(path, "mock", sorted(ours), sorted(theirs)))
                 reported.append(path)
-    return out
+    return out, apart
+
+
+def _state_field(path):
+    return re.split(r"[.\[]", path)[-1] in STATE_FIELDS
 
 
 def _order(path):

@@ -2,11 +2,11 @@
 
 `Harvest.take(operation, params, status, reply)` keeps the records a 2xx reply shows (the latest
 version of each, by id), forgets those a DELETE removed, and notes the services a status read showed
-DEPLOYED. `Harvest.document(spec)` puts them into a fresh world the way fixtures load (through the
-handlers, parents before children, overrides and aliases last), then writes that world with
-world/export.py: the fixture format, the fields each record's create request declares, loading back with
-`mockserver serve --fixtures DIR` and passing `mockserver check`. A record the mock's rules refuse is
-left out and named in the document's head, with the reason.
+DEPLOYED or whose record shows a deployed commit. `Harvest.document(spec)` puts them into a fresh world
+the way fixtures load (through the handlers, parents before children, overrides and aliases last),
+then writes that world with world/export.py: the fixture format, the fields each record's create request
+declares, loading back with `mockserver serve --fixtures DIR` and passing `mockserver check`. A record the
+mock's rules refuse is left out and named in the document's head, with the reason.
 
 What is kept: organizations, clusters, projects, environments, the six service kinds, variables and
 secrets at every level (own records, overrides and aliases; never built-ins), container registries,
@@ -14,7 +14,15 @@ labels groups and webhooks. Secret values never: secrets, registry keys and pass
 secrets are `<fill in: ...>` placeholders. Webhooks are kept disabled, so that the mock never sends
 its events to the platform's receivers. The world gets the mock's four tokens (admin, reader,
 writer, deployer) on the first organization, never the token the recording used.
+
+Nothing is made up silently (`Unsent`): a field a record's fixtures would hold that the platform did not
+send (a cluster's region, a default the mock fills in) is left out where the fixtures do without it, and
+kept where they need it (a name); either way a comment above the record says so.
 """
+
+import re
+
+import yaml
 
 from mockserver.api.replay import LEVEL_PARAMS, Loader, fresh_world
 from mockserver.calls.journal import SECRET_FIELDS
@@ -40,6 +48,12 @@ CLUSTER_FIELDS = ("name", "description", "region", "version", "is_default", "pro
 SECRET_CONFIG = {"CLOUDA_CR": ("secret_access_key",), "CLOUDB_CR": ("cloudb_secret_key",),
                  "CLOUDC_ARTIFACT_REGISTRY": ("json_credentials",)}
 EDITABLE_MODES = ("DEVELOPMENT", "PRODUCTION", "STAGING")
+
+
+def _holds_key(value, key):
+    if isinstance(value, dict):
+        return key in value or any(_holds_key(item, key) for item in value.values())
+    return isinstance(value, list) and any(_holds_key(item, key) for item in value)
 
 
 def placeholder(what):
@@ -89,6 +103,8 @@ class Harvest:
 
     def _keep(self, kind, item, params):
         record = {key: value for key, value in item.items() if key not in SECRET_FIELDS and key != "results"}
+        if kind == "services" and _holds_key(record, "deployed_commit_id"):   # the platform shows it once deployed
+            self.deployed.add(record["id"])
         if kind == "secrets" or record.get("is_secret"):
             record.pop("value", None)           # never kept, even if a reply showed one
         self.records[kind][record["id"]] = record
@@ -112,10 +128,103 @@ class Harvest:
         head = ("# Fixtures recorded from the platform's replies (mockserver record --fixtures-out).\n"
                 "# Load them with `mockserver serve --fixtures DIR`; check them with "
                 "`mockserver check --fixtures DIR`.\n"
-                "# Webhooks are kept disabled: the mock sends no event to the platform's receivers.\n")
+                "# Webhooks are kept disabled: the mock sends no event to the platform's receivers.\n"
+                "# A field the platform did not send is left out, or, where the fixtures need one, kept and said so "
+                "above its record.\n")
         head += "".join(f"# left out: {line}\n" for line in self.skipped)
         text = export_fixtures(rt, spec)
-        return head + (text[len(HEADER):] if text.startswith(HEADER) else text)
+        text = text[len(HEADER):] if text.startswith(HEADER) else text
+        notes = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
+        document = yaml.safe_load(text)
+        unsent = Unsent(self, spec, builder.sent)
+        unsent.strip(document)
+        return head + notes + unsent.comment(yaml.dump(document, Dumper=Dumper, sort_keys=False, allow_unicode=True,
+                                                       width=100))
+
+
+class Dumper(yaml.SafeDumper):
+    """Safe YAML, with multi-line strings as literal blocks (as world/export.py writes them)."""
+
+
+Dumper.add_representer(str, lambda dumper, value: dumper.represent_scalar(
+    "tag:yaml.org,2002:str", value, style="|" if "\n" in value else None))
+# Keys of a fixtures record that hold other records or say what the recording saw, not fields of the record.
+STRUCTURE = frozenset({"id", "clusters", "projects", "environments", "variables", "secrets", "container_registries",
+                       "credentials", "labels_groups", "webhooks", "override_of", "alias_of", "deployed", "backups",
+                       "custom_domains", "deployment_rule", *(kind.plural for kind in SERVICE_KINDS)})
+SCHEMAS = {"projects": "ProjectRequest", "environments": "EnvironmentRequest", "variables": "VariableRequest",
+           "secrets": "VariableRequest", "registries": "ContainerRegistryRequest",
+           "labels_groups": "LabelsGroupRequest", "webhooks": "WebhookRequest"}
+NAMED = {"organizations": {"name"}, "clusters": {"name"}}   # what the fixtures need of the records loaded directly
+
+
+class Unsent:
+    """The fields of a fixtures document that the platform did not send: `strip` leaves out those the fixtures
+    do without and notes them all; `comment` writes the notes above their records."""
+
+    def __init__(self, harvest, spec, sent):
+        self.spec, self.notes = spec, {}
+        self.index = {ident: (kind, record) for kind, table in harvest.records.items()
+                      for ident, record in table.items()}
+        self.index.update(sent)
+
+    def strip(self, value):
+        if isinstance(value, dict):
+            if isinstance(value.get("id"), str) and value["id"] in self.index:
+                self.record(value, *self.index[value["id"]])
+            for item in value.values():
+                self.strip(item)
+        elif isinstance(value, list):
+            for item in value:
+                self.strip(item)
+
+    def record(self, exported, kind, sent):
+        needed = self.needed(kind, sent)
+        left, made, kept = [], [], []
+        for path, value in missing(exported, sent):
+            if "." not in path and path not in needed:
+                exported.pop(path)
+                left.append(path)
+            elif "." not in path:
+                made.append(f"{path} {value!r}")
+            else:
+                kept.append(f"{path} {value!r}")
+        parts = [f"{', '.join(left)}: left out, the mock fills in its own" if left else "",
+                 f"{', '.join(made)}: made up here, the fixtures need one" if made else "",
+                 f"{', '.join(kept)}: the mock's own" if kept else ""]
+        if any(parts):
+            self.notes[exported["id"]] = f"{kind.removesuffix('s').replace('_', ' ')} {exported['id']}: not sent " \
+                                         f"by the platform: {'; '.join(part for part in parts if part)}"
+
+    def needed(self, kind, sent):
+        if kind in NAMED:
+            return NAMED[kind]
+        schema = SCHEMAS.get(kind) or f"{str(sent.get('service_type', '')).title()}Request"
+        return set((self.spec.components.get(schema) or {}).get("required", ()))
+
+    def comment(self, text):
+        """The YAML text with each note on the line above its record's id."""
+        for ident, note in self.notes.items():
+            found = re.search(rf"^( *)(- )?id: ['\"]?{re.escape(ident)}['\"]?$", text, re.MULTILINE)
+            if found:
+                text = f"{text[:found.start()]}{found[1]}# {note}\n{text[found.start():]}"
+        return text
+
+
+def missing(exported, sent, path=""):
+    """(path, value) of what `exported` holds that `sent` does not (placeholders and structure aside)."""
+    out = []
+    for key, value in exported.items():
+        if (not path and key in STRUCTURE) or isinstance(value, str) and value.startswith("<fill in:"):
+            continue
+        if not isinstance(sent, dict) or sent.get(key) is None:
+            out.append((f"{path}{key}", value))
+        elif isinstance(value, dict):
+            out += missing(value, sent[key], f"{path}{key}.")
+        elif isinstance(value, list) and isinstance(sent[key], list) and len(value) == len(sent[key]):
+            out += [found for index, item in enumerate(value) if isinstance(item, dict)
+                    for found in missing(item, sent[key][index], f"{path}{key}[{index}].")]
+    return out
 
 
 class Builder:
@@ -125,6 +234,7 @@ class Builder:
         self.harvest, self.spec, self.records = harvest, spec, harvest.records
         self.components = spec.components
         self.org_of = {}                         # record id -> organization id
+        self.sent = {}                           # id -> (kind, what the platform sent) of records made up here
 
     def build(self):
         organizations = self.organizations()
@@ -147,6 +257,7 @@ class Builder:
         self.resolve(orgs)
         for ident in set(self.org_of.values()) - set(orgs):
             orgs[ident] = {"id": ident, "name": f"organization {ident[:8]}"}
+            self.sent[ident] = ("organizations", {"id": ident})
         clusters = {ident: dict(record) for ident, record in self.records["clusters"].items()}
         for env in self.records["environments"].values():        # a cluster only an environment named
             ident = env.get("cluster_id")
@@ -154,6 +265,8 @@ class Builder:
                 provider = env.get("cloud_provider") or {}
                 clusters[ident] = {"id": ident, "cloud_provider": provider.get("provider"),
                                    "name": env.get("cluster_name") or provider.get("cluster") or f"cluster {ident[:8]}"}
+                self.sent[ident] = ("clusters", {"id": ident, "cloud_provider": provider.get("provider"),
+                                                 "name": env.get("cluster_name") or provider.get("cluster")})
                 self.org_of[ident] = self.org_of.get(env["id"])
         states = self.spec.components["Cluster"]["properties"]["status"]["enum"]
         plans = self.spec.components["Organization"]["properties"]["plan"]["enum"]      # the document's plans

@@ -52,7 +52,7 @@ CONNECTION_RETRIES = 2     # of which connection failures
 BUSY = (409, 423, 425)     # a delete refused while something is under way: waited out and sent again
 DELETE_TRIES = 12
 REFUSED = (401, 403)       # the platform refused the token: the run cannot go on (not drift)
-
+SAID_WAIT = 0.5            # seconds of a wait for the pace that the terminal is told of
 
 
 
@@ -82,17 +82,24 @@ class Reply:
 
 # ---------------------------------------------------------------- pacing
 class Pacer:
-    """Requests spread to `limit` per `window` seconds; 429 and empty windows waited out."""
+    """Requests spread to `limit` per `window` seconds; 429 and empty windows waited out. `say(line)` hears of
+    every wait of half a second or more."""
 
-    def __init__(self, limit, window, max_wait, sleep=time.sleep, clock=time.monotonic):
-        self.interval = window / limit
+    def __init__(self, limit, window, max_wait, sleep=time.sleep, clock=time.monotonic, say=None):
+        self.limit, self.window, self.interval = limit, window, window / limit
         self.max_wait, self.sleep, self.clock = max_wait, sleep, clock
+        self.say = say or (lambda line: None)
         self.next_at = 0.0
         self.waits = []                          # (seconds, why) of every wait the platform asked for
+
+    def describe(self):
+        return f"at most {self.limit} request(s) per {self.window:g} s (--pace): one every {self.interval:.3g} s"
 
     def before(self):
         delay = self.next_at - self.clock()
         if delay > 0:
+            if delay >= SAID_WAIT:
+                self.say(f"  waiting {delay:.1f} s for the pace ({self.limit} per {self.window:g} s)")
             self.sleep(delay)
         self.next_at = self.clock() + self.interval
 
@@ -102,12 +109,14 @@ class Pacer:
             wait = retry_after(reply.headers)
             self.check(wait, "a 429")
             self.waits.append((wait, "429"))
+            self.say(f"  the platform answered 429: waiting {wait:.1f} s, then the same request again")
             self.sleep(wait)
             return wait
         if reply.headers.get("x-ratelimit-remaining", "").strip() == "0":
             wait = retry_after({"x-ratelimit-reset": reply.headers.get("x-ratelimit-reset", "")})
             self.check(wait, "an empty rate-limit window")
             self.waits.append((wait, "X-RateLimit-Remaining: 0"))
+            self.say(f"  the platform's rate-limit window is empty: the next request waits {wait:.1f} s")
             self.next_at = max(self.next_at, self.clock() + wait)
         return None
 
@@ -140,8 +149,9 @@ def retry_after(headers):
 class Side:
     """One of the two runs: where it sends, the ids it saved and mapped, what it must delete at the end."""
 
-    def __init__(self, name, client, prefix, headers, pacer=None, advance=None):
+    def __init__(self, name, client, prefix, headers, pacer=None, advance=None, deadline=None):
         self.name, self.client, self.prefix, self.headers = name, client, prefix, headers
+        self.deadline = deadline   # seconds a whole reply may take (None: the client's timeouts alone)
         self.pacer, self.advance = pacer, advance
         self.values = {}           # placeholder -> id (the built-in flow)
         self.ids = {}              # recorded (or platform) id -> this side's id (replayed flows)
@@ -158,8 +168,7 @@ class Side:
             started = time.perf_counter()
             headers = self.headers if body is None else {**self.headers, "Content-Type": "application/json"}
             try:
-                response = self.client.request(method, self.prefix + path, params=query, headers=headers,
-                                               content=None if body is None else orjson.dumps(body))
+                response, content = self.exchange(method, path, query, headers, body)
             except httpx.HTTPError as error:     # a network fault is tried twice more, 1 then 2 s later
                 failures += 1
                 if failures > CONNECTION_RETRIES or isinstance(error, httpx.UnsupportedProtocol):
@@ -168,10 +177,22 @@ class Side:
                 continue
             self.requests += 1
             reply = Reply(response.status_code, {k.lower(): v for k, v in response.headers.items()},
-                          parse_json(response.content), time.perf_counter() - started)
+                          parse_json(content), time.perf_counter() - started)
             if self.pacer is None or self.pacer.after(reply) is None:
                 return reply
         raise Stop(f"the {self.name} kept answering 429")
+
+    def exchange(self, method, path, query, headers, body):
+        """(response, body bytes), the whole reply read within the deadline (else httpx.ReadTimeout)."""
+        until = None if self.deadline is None else time.monotonic() + self.deadline
+        with self.client.stream(method, self.prefix + path, params=query, headers=headers,
+                                content=None if body is None else orjson.dumps(body)) as response:
+            chunks = []
+            for chunk in response.iter_bytes():
+                chunks.append(chunk)
+                if until is not None and time.monotonic() > until:
+                    raise httpx.ReadTimeout(f"no whole reply within {self.deadline:g} s")
+            return response, b"".join(chunks)
 
     def wait(self, seconds):
         """Time passes for this side: the platform's by waiting, the mock's by moving its clock."""
@@ -210,7 +231,7 @@ class Side:
 
 # ---------------------------------------------------------------- comparing two replies
 def compare(spec, operation, upstream, mock):
-    """Findings of the platform's reply against the mock's, for one call."""
+    """Findings of the platform's reply against the mock's, for one call: the records both hold, alike."""
     out = []
     if upstream.status != mock.status:
         out.append(finding("status", "status", f"the platform answers {upstream.status}, the mock {mock.status}",
@@ -228,10 +249,63 @@ def compare(spec, operation, upstream, mock):
     if upstream.ok != mock.ok:                   # a success against an error: their bodies are not alike
         return out
     schema = _schema(spec, operation, mock.status)
-    out += drift.against_reply(upstream.body, mock.body, drift.map_paths(schema) if schema else ())
+    theirs, ours, _ = alike(upstream.body, mock.body)
+    out += drift.against_reply(theirs, ours, drift.map_paths(schema) if schema else ())
     if schema:
         out += [item for item in drift.against_schema(upstream.body, schema) if item["kind"] == "enum"]
     return out
+
+
+def unlike(spec, operation, upstream, mock):
+    """What the two replies do not compare, because their records are not alike (no drift): fields that follow
+    a record's state on one side only, and listed records only one side holds."""
+    if not (upstream.ok and mock.ok and isinstance(upstream.body, dict) and isinstance(mock.body, dict)):
+        return []
+    schema = _schema(spec, operation, mock.status)
+    theirs, ours, (up_only, mock_only) = alike(upstream.body, mock.body)
+    out = [f"{path}: sent by one side only, as it follows the record's state ({drift.STATE_FIELDS[_last(path)]})"
+           for path in drift.states_apart(theirs, ours, drift.map_paths(schema) if schema else ())]
+    if up_only or mock_only:
+        out.append(f"$.results: {up_only} record(s) only the platform lists, {mock_only} only the mock: not compared")
+    return out
+
+
+def _last(path):
+    return path.replace("[", ".").rsplit(".", 1)[-1]
+
+
+def alike(upstream, mock):
+    """(platform's body, mock's body, (items only the platform lists, items only the mock lists)): of two lists
+    whose items pair up (by id, else by name or key and scope), only the pairs, so that records compare with
+    the same records; otherwise the bodies as they are."""
+    theirs = upstream.get("results") if isinstance(upstream, dict) else None
+    ours = mock.get("results") if isinstance(mock, dict) else None
+    if not isinstance(theirs, list) or not isinstance(ours, list):
+        return upstream, mock, (0, 0)
+    pairs = _paired(theirs, ours)
+    if not pairs:
+        return upstream, mock, (0, 0)
+    return ({**upstream, "results": [a for a, _ in pairs]}, {**mock, "results": [b for _, b in pairs]},
+            (len(theirs) - len(pairs), len(ours) - len(pairs)))
+
+
+def _paired(theirs, ours):
+    by_id = {item["id"]: item for item in ours if isinstance(item, dict) and isinstance(item.get("id"), str)}
+    by_label = {_identity(item): item for item in ours if isinstance(item, dict) and _identity(item)}
+    out, used = [], set()
+    for item in theirs:
+        if not isinstance(item, dict):
+            continue
+        other = by_id.get(item.get("id")) or by_label.get(_identity(item))
+        if other is not None and id(other) not in used:
+            used.add(id(other))
+            out.append((item, other))
+    return out
+
+
+def _identity(item):
+    label = _label(item)
+    return None if label is None else (label, item.get("scope"), item.get("variable_type"), item.get("service_type"))
 
 
 def _schema(spec, operation, status):
@@ -259,8 +333,10 @@ def progression(upstream, mock):
 class Parity:
     """One run of a flow on both sides. `execute()` walks it and cleans up; the report reads the rest."""
 
-    def __init__(self, config, spec, upstream, mock, flow, mapping=None, name=None):
+    def __init__(self, config, spec, upstream, mock, flow, mapping=None, name=None, say=None):
         self.config, self.spec, self.upstream, self.mock, self.flow = config, spec, upstream, mock, flow
+        self.say = say or (lambda line: None)   # progress, a line at a time (the terminal)
+        self.ran = self.runnable = 0
         self.name = name or run_name()
         self.constants = {"run": self.name, "secret": secrets.token_urlsafe(18), "git_url": config.git_url}
         mock.ids.update(mapping or {})
@@ -316,6 +392,7 @@ class Parity:
     # ------------------------------------------------------------ walking
     def execute(self):
         self.started = time.time()
+        self.announce()
         with self.signals_handled():
             try:
                 for index, step in enumerate(self.flow):
@@ -331,6 +408,29 @@ class Parity:
                 self.unwinding = True
                 self.unwind()
         self.finished = time.time()
+
+    def announce(self):
+        """The plan on the terminal: how many steps, and the pace they go at."""
+        self.runnable = self.planned()
+        mode = "writes allowed" if self.config.allow_writes else "read-only"
+        pacer = self.upstream.pacer
+        pace = f"; the platform gets {pacer.describe()}: {self.runnable} step(s) take at least " \
+               f"{self.runnable * pacer.interval:.0f} s" if pacer is not None else ""
+        self.say(f"{self.runnable} of {len(self.flow)} step(s) to run ({mode}){pace}")
+
+    def planned(self):
+        """How many steps will run: not left out, and every placeholder they need given by a step that runs."""
+        given, count = set(self.constants) | set(self.mock.values), 0
+        for step in self.flow:
+            needed = set(flows.PLACEHOLDER.findall(str((step.path, step.body, step.query))))
+            if self.reason_not_to_run(step, self.name_of(step)) is None and (self.mock.map_ids or needed <= given):
+                count += 1
+                given |= {step.save, step.pick} - {None}
+        return count
+
+    def name_of(self, step):
+        operation = flows.operation_of(self.spec, step)
+        return operation.operation_id if operation is not None else f"{step.method} {step.path}"
 
     def step(self, index, step):
         operation = flows.operation_of(self.spec, step)
@@ -348,6 +448,8 @@ class Parity:
                 if placeholder:
                     self.unset[placeholder] = f"{name} was not run"
             return
+        self.ran += 1
+        self.say(f"[{self.ran}/{max(self.ran, self.runnable)}] {name} {step.method} {step.path}")
         replies = [self.send(index, side, step, operation, request) for side, request in
                    zip((self.upstream, self.mock), requests)]
         self.refused(step, name, replies[0][0], replies[1][0])
@@ -395,6 +497,7 @@ class Parity:
             state = reply.body.get("state") if reply.ok and isinstance(reply.body, dict) else None
             if state is not None and (not states or states[-1] != state):
                 states.append(state)
+                self.say(f"  {side.name}: {state} after {waited:g} s")
             if state is None or state in until:
                 return reply, states
             step = MOCK_STEP if side.advance is not None else self.config.poll_interval
@@ -423,7 +526,8 @@ class Parity:
         self.calls.append({"step": index, "operation": name, "method": step.method, "path": step.path,
                            "template": operation.template if operation is not None else None,
                            "upstream": {"status": up.status, "ms": round(up.elapsed * 1000, 1)},
-                           "mock": {"status": mock.status}, "findings": findings})
+                           "mock": {"status": mock.status}, "findings": findings,
+                           "unlike": unlike(self.spec, operation, up, mock)})
         self.remember(step, name, up, mock)
 
     def remember(self, step, name, up, mock):
@@ -453,6 +557,8 @@ class Parity:
     def unwind(self):
         """Delete what the run created, newest first, on both sides; deletes of both sides are compared."""
         ups, mocks = dict(self.upstream.cleanup), dict(self.mock.cleanup)
+        if ups or mocks:
+            self.say(f"deleting what the run made: {len(ups)} record(s) on the platform, {len(mocks)} on the mock")
         for index in sorted(ups.keys() | mocks.keys(), reverse=True):
             replies = {}
             for side, path in ((self.upstream, ups.get(index)), (self.mock, mocks.get(index))):
@@ -547,6 +653,9 @@ def run(config, build_mock, out=None, err=None):
     `build_mock(settings)` makes the in-process mock when the run compares with none given (`--mock`)."""
     out, err = out or sys.stdout, err or sys.stderr
     from mockserver.document.spec import Spec
+
+    def say(line):                              # progress on the terminal (stderr), the results on stdout
+        print(f"parity: {line}", file=err, flush=True)
     try:
         allowances = load_allow(config.allow) if config.allow else []
         flow = flows.load_flow(config.flow, config.upstream) if config.flow else flows.BUILT_IN
@@ -557,9 +666,9 @@ def run(config, build_mock, out=None, err=None):
     except (AllowError, flows.FlowError, Stop) as error:
         print(f"mockserver parity: {error}", file=err)
         return 2
-    upstream = upstream_side(config)
+    upstream = upstream_side(config, say)
     try:
-        parity = Parity(config, spec, upstream, mock, flow, mapping, name)
+        parity = Parity(config, spec, upstream, mock, flow, mapping, name, say)
         parity.execute()
     finally:
         upstream.client.close()
@@ -579,12 +688,12 @@ def run(config, build_mock, out=None, err=None):
     return report["exit_status"]
 
 
-def upstream_side(config):
+def upstream_side(config, say=None):
     headers = {"Authorization": f"{config.auth_scheme} {config.token}", "Accept": "application/json",
                "User-Agent": f"mockserver-parity/{__version__}"}
     client = httpx.Client(timeout=config.timeout, follow_redirects=False)
     return Side("upstream", client, str(config.upstream).rstrip("/"), headers,
-                pacer=Pacer(*config.pace, config.max_wait))
+                pacer=Pacer(*config.pace, config.max_wait, say=say), deadline=config.timeout)
 
 
 def open_mock(config, name, build_mock):

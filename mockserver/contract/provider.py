@@ -5,24 +5,37 @@ protocol that makes a pact's states true in a verification sandbox.
     POST /_mock/provider-states      {"state": ..., "params": {...}, "action": "setup"|"teardown"}
 
 The second is what a Pact verifier calls before each interaction (its state-change URL). The states are
-the ones calls/pact.py writes:
+the ones calls/history.py writes:
 
 - `the platform starts from {source}`: the sandbox is reset to where it started (`fixtures`, `options`),
   or the named snapshot (`snapshot NAME`) or the start world (`fixtures`) is restored into it;
 - `{noun} {id} exists`: the record is there, or is made by replaying the call that created it (with
-  its id) and the edits made since; `... and is {state}`: the service is deployed, stopped or
-  restarted, with a failure where the state is an error, and the sandbox's clock moved until the
-  service shows that state;
+  its id); then the edits it lists are replayed; `... and is {state}`: the service is deployed, stopped or
+  restarted, with a failure where the state is an error, and the sandbox's clock moved until the service
+  shows that state (with `acted`, also when it shows that state already: the flow ran the actions itself);
 - `{noun} {id} does not exist`: the record is deleted if the world has it.
 
 Replayed calls go to the handlers directly, as the fixtures loader does: no token, rate limit or
 scenario is involved, and nothing is journaled.
+
+Before a pact is written, each interaction is checked (`Check`): its states are made true in a copy of the
+world the flow started from, and its request is answered there through the API's request path, as a fresh
+mock would answer the verifier. An interaction whose reply that does not match (a write of the flow its
+states miss) gets the states of every record the flow wrote; if that does not match either, it is left out
+with the reason. The metadata's `unverifiable` says, in one line each, why a pact cannot be verified on
+another mock at all (it starts from a private snapshot, or the journal gave up calls it relied on): the
+Python client refuses to write such a pact (client/control.py).
 """
 
 import re
+import secrets
+from urllib.parse import urlencode
+
+import orjson
 
 from mockserver.api.handlers import HANDLERS
-from mockserver.calls import har, pact
+from mockserver.api.pipeline import Pipeline
+from mockserver.calls import har, history, pact
 from mockserver.core.errors import ApiError
 from mockserver.sandboxes.sandbox import DEFAULT
 from mockserver.world.auth import Token
@@ -45,6 +58,7 @@ ROUTES = {**dict.fromkeys(("DEPLOYMENT_QUEUED", "BUILDING", "DEPLOYING", "DEPLOY
 STEP_SECONDS = 0.25                             # how far the clock moves between two looks at a service
 MAX_STEPS = 2400                                # 10 minutes of the sandbox's clock at most
 NAME_LIMIT = 200
+FRESH = "a fresh mock"                          # the start of the reasons the check gives
 
 
 # ------------------------------------------------------------ exports
@@ -79,18 +93,84 @@ def export(server, box, calls, params, url):
         return har.document(calls, url)
     rt = box.rt
     source = getattr(rt, "source", box.source)
-    history = pact.History(rt.journal.entries, start_world(server, box, source).store.holds)
-    return pact.document(calls, history, consumer, provider, source, version, rt.journal.dropped)
+    start = start_world(server, box, source)
+    world = thaw(start, server.shared)
+    try:
+        known = history.History(rt.journal.entries, Start(world))
+        document = pact.document(calls, known, consumer, provider, source, version, rt.journal.dropped,
+                                 Check(server, start))
+    finally:
+        world.close()
+    notes = document["metadata"]["idp-mockserver"]
+    notes["unverifiable"] = unverifiable(server, source, rt.journal.dropped, notes["left_out"])
+    return document
 
 
 def start_world(server, box, source):
-    """A copy of the world the sandbox's flow started from (to tell its records from the flow's)."""
+    """The frozen world the sandbox's flow started from (to tell its records from the flow's, and to check
+    each interaction on a copy of it)."""
     if source == "fixtures" and box.source != "fixtures":
-        return thaw(server.origin, server.shared)
+        return server.origin
     name = source.removeprefix("snapshot ")
     if source.startswith("snapshot ") and source != box.source and name in server.snapshots:
-        return thaw(server.snapshots[name].data, server.shared)
-    return thaw(box.origin, server.shared)
+        return server.snapshots[name].data
+    return box.origin
+
+
+def unverifiable(server, source, dropped, left_out):
+    """Why a pact cannot be verified on another mock (one line each; none: it can)."""
+    out = []
+    name = source.removeprefix("snapshot ")
+    if source.startswith("snapshot "):
+        snapshot = server.snapshots.get(name)
+        if snapshot is None:
+            out.append(f"its calls start from snapshot {name}, which this mock no longer holds")
+        elif snapshot.private:
+            out.append(f"its calls start from snapshot {name}, private to sandbox {snapshot.sandbox}: it goes with "
+                       f"that sandbox, so no mock that verifies the pact holds it (save it shared and verify against "
+                       f"a mock that holds it, or let the calls start from the fixtures)")
+    lost = [item for item in left_out if item["reason"].startswith((pact.UNKNOWN, FRESH))]
+    if dropped and lost:
+        out.append(f"the journal gave up {dropped} call(s) (--journal-size, --journal-memory), and "
+                   f"{len(lost)} call(s) that relied on what they made are left out")
+    return out
+
+
+class Start:
+    """The world a flow started from, as calls/history.py asks about it: which records it holds, what is above
+    each (its parent; the record an override overrides, the registry, the cluster it names) and its noun."""
+
+    def __init__(self, rt):
+        self.store = rt.store
+
+    def holds(self, ident):
+        return self.store.holds(ident)
+
+    def entry(self, ident):
+        return next((entry for table in self.store.tables.values() if (entry := table.find(ident)) is not None),
+                    None)
+
+    def links(self, ident):
+        entry = self.entry(ident)
+        if entry is None:
+            return (), ()
+        data = entry.data
+        refs = (entry.meta.get("target"), data.get("registry_id"), data.get("cluster_id"),
+                ((data.get("source") or {}).get("image") or {}).get("registry_id"))
+        parents = (entry.parent,) if entry.parent and entry.parent != entry.id else ()
+        return parents, tuple(ref for ref in refs if isinstance(ref, str))
+
+    def noun(self, ident):
+        entry = self.entry(ident)
+        if entry is None:
+            return None
+        return entry.meta.get("kind") or STORE_NOUNS.get(entry.table)
+
+
+STORE_NOUNS = {"organizations": "organization", "projects": "project", "environments": "environment",
+               "variables": "variable", "secrets": "secret", "clusters": "cluster",
+               "registries": "container registry", "webhooks": "webhook", "labels_groups": "labels group",
+               "credentials": "credentials", "custom_domains": "custom domain"}
 
 
 # ------------------------------------------------------------ the provider-state protocol
@@ -118,22 +198,26 @@ def _read(request):
 
 def setup(server, box, state, params):
     """Make one state true; a list of what was done."""
-    if state == pact.SOURCE_STATE:
+    if state == history.SOURCE_STATE:
         return start_from(server, box, params.get("source"))
+    return make_true(server, box.rt, state, params)
+
+
+def make_true(server, rt, state, params):
+    """Make one record state true in the world `rt`; a list of what was done (400 when it cannot)."""
     found = STATE.match(state)
     if not found:
         raise ApiError(400, f"provider state {state[:120]!r} is not one the mock writes: use "
-                            f"{pact.SOURCE_STATE!r}, '<noun> {{id}} exists', '<noun> {{id}} exists and is {{state}}' "
-                            f"or '<noun> {{id}} does not exist'")
+                            f"{history.SOURCE_STATE!r}, '<noun> {{id}} exists', '<noun> {{id}} exists and is "
+                            f"{{state}}' or '<noun> {{id}} does not exist'")
     ident = params.get("id")
-    if not isinstance(ident, str) or not pact.UUID_TEXT.match(ident):
+    if not isinstance(ident, str) or not history.UUID_TEXT.match(ident):
         raise ApiError(400, f"params.id: the id of the {found['noun']} (a uuid) is required")
-    rt = box.rt
     if found["rest"] == "does not exist":
         return absent(server, rt, found["noun"], ident, params.get("delete"))
     done = present(server, rt, found["noun"], ident, params)
     if found["rest"] != "exists":
-        done += drive(server, rt, found["noun"], ident, params.get("state"))
+        done += drive(server, rt, found["noun"], ident, params.get("state"), params.get("acted") is True)
     return done
 
 
@@ -220,12 +304,13 @@ def organization_of(rt, idents):
     raise ApiError(400, f"no record of the path {', '.join(idents)} is in this world")
 
 
-def drive(server, rt, noun, ident, target):
-    """Bring a service to the state `target` through its own actions, moving the sandbox's clock."""
+def drive(server, rt, noun, ident, target, acted=False):
+    """Bring a service to the state `target` through its own actions, moving the sandbox's clock (when it shows
+    that state already, only if the flow ran the actions itself: `acted`)."""
     entry = rt.store.services.find(ident)
-    if entry is None or noun not in pact.SERVICES:
+    if entry is None or noun not in history.SERVICES:
         raise ApiError(400, f"{noun} {ident} is not a service: only services have a state")
-    if state_of(rt, entry) == target:
+    if state_of(rt, entry) == target and not acted:
         return [f"{noun} {ident} is {target}"]
     if target not in ROUTES:
         raise ApiError(400, f"{noun} {ident} cannot be brought to {str(target)[:40]!r} (it is {state_of(rt, entry)}); "
@@ -254,3 +339,81 @@ def follow(rt, entry, wanted, what):
         rt.pump()
     raise ApiError(400, f"{what} did not reach {' or '.join(wanted)} within {MAX_STEPS * STEP_SECONDS:.0f} s of its "
                         f"clock (it is {state_of(rt, entry)})")
+
+
+# ------------------------------------------------------------ checking an interaction before it is written
+class Check:
+    """`check(call, states)` for pact.document: why a fresh mock would not give the recorded reply of a call once
+    its provider states are made true, or None. The fresh mock is a copy of `start` (the frozen world the flow
+    started from) without scenarios and without webhook deliveries; the request goes through the API's
+    request path with an Admin token of the call's organization, as a verifier sends it."""
+
+    def __init__(self, server, start):
+        self.server, self.start = server, start
+        self.pipeline = Pipeline(server.settings, server.spec)       # its own: no access log, no self-check list
+
+    def __call__(self, call, states):
+        rt = thaw(self.start, self.server.shared)
+        try:
+            rt.scenarios.clear()
+            rt.webhooks.fail_next(10 ** 9, "the check of a pact's interaction")      # nothing is sent
+            for state in states[1:]:
+                try:
+                    make_true(self.server, rt, state["name"], state["params"])
+                except ApiError as error:
+                    return f"{FRESH} cannot make its provider state {state['name']!r} true: {error.message}"
+            answer = self.answer(rt, call)
+        finally:
+            rt.close()
+        if answer is None:
+            return f"{FRESH} could not answer it here, to check its reply"
+        why = pact.disagrees(call, *answer)
+        return None if why is None else f"{FRESH} with its provider states gives another reply: {why}"
+
+    def answer(self, rt, call):
+        """(status, body bytes) of the call sent again in the world `rt`; None if it waited on something."""
+        query, _, body = call.parts()
+        raw = b"" if body is None else orjson.dumps(body)
+        headers = [(b"authorization", f"Token {admin_token(rt, call)}".encode())]
+        if body is not None:
+            headers += [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(raw))]
+        scope = {"type": "http", "method": call.method, "path": call.path, "raw_path": call.path.encode(),
+                 "query_string": urlencode(query).encode(), "headers": headers}
+        sent = {"status": None, "body": b""}
+
+        async def receive():
+            return {"type": "http.request", "body": raw, "more_body": False}
+
+        async def send(message):
+            if message["type"] == "http.response.start":
+                sent["status"] = message["status"]
+            else:
+                sent["body"] += message.get("body", b"")
+        done = _run(self.pipeline.api(rt, scope, receive, send, call.path))
+        return (sent["status"], sent["body"]) if done and sent["status"] is not None else None
+
+
+def admin_token(rt, call):
+    """The value of an Admin token of the call's organization (one is made in this world when it has none)."""
+    try:
+        org = organization_of(rt, [ident for _, ident in history.path_ids(call.template or "", call.path)])
+    except ApiError:
+        org = rt.default_org
+    for token in rt.tokens.values():
+        if token.organization == org and "Admin" in token.scopes and token.expires_at is None:
+            return token.value
+    return rt.add_token(Token(name="admin", value=secrets.token_hex(16), organization=org, scopes=["Admin"])).value
+
+
+def _run(coroutine, rounds=100):
+    """Run a coroutine that never waits on I/O (the request path without scenarios) to its end, here: True,
+    or False (it was closed) if it waited on something."""
+    for _ in range(rounds):
+        try:
+            waited = coroutine.send(None)
+        except StopIteration:
+            return True
+        if waited is not None:
+            break
+    coroutine.close()
+    return False

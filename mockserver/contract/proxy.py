@@ -13,13 +13,19 @@ is answered by the mock itself (hybrid). After the reply is sent, the exchange i
 - kept for the HAR file (`--har FILE`) and the fixtures (`--fixtures-out DIR`, contract/harvest.py), both
   written when the recorder stops (Ctrl-C, SIGTERM).
 
-An upstream that cannot be reached is a 502 (504 when it does not answer in `--upstream-timeout`
-seconds) in the spec's error body, journaled like any other exchange.
+Nothing secret is kept: besides the journal's own redaction, credentials are found by name and by shape
+(calls/credentials.py) in the request's and reply's headers, the query, both bodies and the upstream's URL
+(its user and password are never written), wherever the recorder writes: the journal, the HAR file, a pact
+of the journal and the fixtures.
+
+An upstream that cannot be reached is a 502, one that has not sent its whole reply within
+`--upstream-timeout` seconds a 504, and a reply larger than `--upstream-max-body` bytes once unpacked (a
+compressed reply is unpacked as it is read, never past the bound) a 502, in the spec's error body,
+journaled like any other exchange.
 """
 
 import asyncio
 import fnmatch
-import gzip
 import logging
 import os
 import sys
@@ -31,7 +37,7 @@ from urllib.parse import parse_qsl
 import httpx
 import orjson
 
-from mockserver.calls import har
+from mockserver.calls import credentials, har
 from mockserver.calls.journal import REDACTED, SECRET_FIELDS, redact_authorization
 from mockserver.contract import drift
 from mockserver.contract.harvest import Harvest
@@ -45,9 +51,8 @@ log = logging.getLogger("mockserver")
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "proxy-authenticate", "te", "trailer",
                         "trailers", "transfer-encoding", "upgrade"})
 NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "x-mock-sandbox"}
-MASKED_HEADERS = frozenset({"proxy-authorization", "cookie", "set-cookie"})
-DECODERS = {"gzip": gzip.decompress, "x-gzip": gzip.decompress, "deflate": zlib.decompress, "identity": bytes,
-            "": bytes}
+WINDOWS = {"gzip": 31, "x-gzip": 31, "deflate": 15}     # zlib's wbits of the encodings unpacked here
+CHUNK = 64 * 1024
 RECORDED_FILE = "recorded.yaml"
 
 
@@ -148,16 +153,17 @@ class Recorder:
         body = b""
         try:
             body = await bodies.read_asgi(receive, self.settings.max_body)
-            status, sent_headers, raw = await self._exchange(method, scope, headers, body)
+            status, sent_headers, raw, decoded = await self._deadline(method, scope, headers, body)
             findings = None
         except ApiError as error:                # the mock's own reply: the upstream could not be asked
             status, raw = error.status, error.render()
+            decoded = raw
             sent_headers = [(b"content-type", b"application/json"),
                             (requestid.HEADER, requestid.of_scope(scope).encode())]
             findings = [drift.finding("upstream", "request", error.message)]
         await send({"type": "http.response.start", "status": status, "headers": sent_headers})
         await send({"type": "http.response.body", "body": raw})
-        exchange = Forwarded(method, path, scope, headers, body, status, sent_headers, raw)
+        exchange = Forwarded(method, path, scope, headers, body, status, sent_headers, raw, decoded)
         try:
             call = self._record(rt, ident, exchange, time.perf_counter() - started, findings)
         except Exception:                         # the caller has its reply; a fault here must not cost more
@@ -167,8 +173,18 @@ class Recorder:
             access_log(method, (scope.get("raw_path") or path.encode()).decode("latin-1"), status,
                        time.perf_counter() - started, call.operation_id, None, sandbox, None, call.request_id)
 
+    async def _deadline(self, method, scope, headers, body):
+        """The exchange within --upstream-timeout seconds, the whole reply read (else ApiError 504)."""
+        limit = self.settings.upstream_timeout
+        try:
+            async with asyncio.timeout(limit):
+                return await self._exchange(method, scope, headers, body)
+        except TimeoutError:
+            raise ApiError(504, f"the upstream did not send its whole reply within {limit:g} s "
+                                f"(--upstream-timeout)") from None
+
     async def _exchange(self, method, scope, headers, body):
-        """Ask the upstream: (status, headers to send on, raw body), or ApiError 502/504."""
+        """Ask the upstream: (status, headers to send on, raw body, body unpacked or None), or ApiError 502/504."""
         loop = asyncio.get_running_loop()
         if self.client is None or self.loop is not loop:    # a client belongs to the loop it was made in
             self.loop = loop
@@ -186,14 +202,30 @@ class Recorder:
         except httpx.HTTPError as error:
             raise ApiError(502, f"the upstream cannot be reached: {type(error).__name__}") from None
         try:
-            raw = b"".join([chunk async for chunk in response.aiter_raw()])
+            raw, decoded = await self._read(response)
         except httpx.HTTPError as error:
             raise ApiError(502, f"the upstream's reply broke off: {type(error).__name__}") from None
         finally:
             await response.aclose()
         dropped = HOP_BY_HOP | {token.strip().lower() for name, value in response.headers.items()
                                 if name.lower() == "connection" for token in value.split(",")}
-        return response.status_code, [(n, v) for n, v in response.headers.raw if n.lower().decode() not in dropped], raw
+        sent = [(n, v) for n, v in response.headers.raw if n.lower().decode() not in dropped]
+        return response.status_code, sent, raw, decoded
+
+    async def _read(self, response):
+        """(raw body, body unpacked or None when its encoding is not read here), unpacked as it comes: past
+        --upstream-max-body bytes, raw or unpacked, an ApiError 502."""
+        limit = self.settings.upstream_max_body
+        unpacker = Unpacker(response.headers.get("content-encoding", ""), limit)
+        chunks, size = [], 0
+        async for chunk in response.aiter_raw(CHUNK):
+            size += len(chunk)
+            if size > limit:
+                raise too_large(limit, "is")
+            chunks.append(chunk)
+            unpacker.feed(chunk)
+        raw = b"".join(chunks)
+        return raw, raw if unpacker.plain else unpacker.result()
 
     def target(self, scope):
         """The upstream URL of a request: the base URL's path, then the path and query as the caller sent them."""
@@ -214,6 +246,7 @@ class Recorder:
                                       exchange.status, exchange.reply_headers(), reply)
             if self.harvest is not None and isinstance(reply, dict):
                 self.harvest.take(operation, params, exchange.status, mask(reply, secret))
+        findings = credentials.body(findings)     # a finding may quote a value that was sent
         rt.journal.add(ident, at=rt.clock.now(), method=exchange.method, path=exchange.path, operation=operation,
                        query=exchange.query, headers=exchange.journal_headers(),
                        body=exchange.journal_body(request, secret), status=exchange.status,
@@ -238,7 +271,7 @@ class Recorder:
         and does not keep the other from being written."""
         if self.settings.har:
             try:
-                document = har.document(self.calls, str(self.base).rstrip("/"),
+                document = har.document(self.calls, credentials.url(str(self.base)).rstrip("/"),
                                         comment=f"recorded by mockserver record from {self.base.host}")
                 _write(Path(self.settings.har), orjson.dumps(document, option=orjson.OPT_INDENT_2))
                 _say(f"wrote {self.settings.har} ({len(self.calls)} exchanges)")
@@ -266,11 +299,11 @@ class Recorder:
 class Forwarded:
     """One forwarded exchange, as the journal and the checks read it."""
 
-    def __init__(self, method, path, scope, headers, body, status, reply_headers, raw):
+    def __init__(self, method, path, scope, headers, body, status, reply_headers, raw, decoded):
         self.method, self.path, self.headers, self.body = method, path, headers, body
         self.api_path = without_api_prefix(path)
         self.query = dict(parse_qsl((scope.get("query_string") or b"").decode("latin-1"), keep_blank_values=True))
-        self.status, self.raw_headers, self.raw = status, reply_headers, raw
+        self.status, self.raw_headers, self.raw, self._decoded = status, reply_headers, raw, decoded
 
     def operation(self, spec):
         try:
@@ -286,11 +319,7 @@ class Forwarded:
 
     def decoded(self):
         """The reply body without its content encoding (None when it cannot be decoded here)."""
-        encoding = self.reply_headers().get("content-encoding", "").strip().lower()
-        try:
-            return DECODERS[encoding](self.raw)
-        except (KeyError, OSError, EOFError, zlib.error):
-            return None
+        return self._decoded
 
     def reply_json(self):
         decoded = self.decoded()
@@ -301,18 +330,18 @@ class Forwarded:
         return requestid.request_id(sent)
 
     def journal_headers(self):
-        out = {}
-        for name, value in self.headers:
-            if name == "authorization":
-                value = redact_authorization(value)
-            elif name in MASKED_HEADERS:
-                value = REDACTED
-            out[name] = value
-        return out
+        """The request's headers as kept: Authorization cut to its scheme and last four characters, every other
+        credential (by name or shape) replaced."""
+        return {name: redact_authorization(value) if name == "authorization" else credentials.header(name, value)
+                for name, value in self.headers}
 
     def journal_reply_headers(self):
-        return [(name.lower(), REDACTED.encode() if name.lower().decode("latin-1") in MASKED_HEADERS else value)
-                for name, value in self.raw_headers]
+        out = []
+        for name, value in self.raw_headers:
+            lowered = name.lower().decode("latin-1")
+            out.append((lowered.encode("latin-1"), credentials.header(lowered, value.decode("latin-1")).encode(
+                "latin-1", "replace")))
+        return out
 
     def journal_body(self, request, secret):
         if request is None:
@@ -332,15 +361,64 @@ class Forwarded:
 
 
 def mask(value, secret=False):
-    """A body with every secret field masked: registry keys and passwords, webhook secrets, and `value` of a
-    secret (every record of a secret operation, or one marked secret / is_secret)."""
+    """A body with every secret field masked: registry keys and passwords, webhook secrets, `value` of a
+    secret (every record of a secret operation, or one marked secret / is_secret), and credentials by their
+    field's name or their shape (calls/credentials.py)."""
+    return credentials.body(_masked(value, secret))
+
+
+def _masked(value, secret):
     if isinstance(value, dict):
         secret = secret or value.get("secret") is True or value.get("is_secret") is True
         return {key: REDACTED if key in SECRET_FIELDS or (secret and key == "value" and item is not None)
-                else mask(item, secret) for key, item in value.items()}
+                else _masked(item, secret) for key, item in value.items()}
     if isinstance(value, list):
-        return [mask(item, secret) for item in value]
+        return [_masked(item, secret) for item in value]
     return value
+
+
+class Unpacker:
+    """A reply body's content encoding undone as its bytes come, never past `limit` bytes (ApiError 502)."""
+
+    def __init__(self, encoding, limit):
+        encoding = encoding.strip().lower()
+        self.limit, self.size, self.failed = limit, 0, False
+        self.plain = encoding in ("", "identity")
+        self.wbits = WINDOWS.get(encoding)
+        self.decoder = zlib.decompressobj(self.wbits) if self.wbits else None
+        self.parts: list[bytes] = []
+
+    def feed(self, chunk):
+        if self.plain or self.decoder is None or self.failed:
+            return
+        try:
+            while chunk:
+                self.keep(self.decoder.decompress(chunk, self.limit + 1 - self.size))
+                if self.decoder.unconsumed_tail:
+                    raise too_large(self.limit, "unpacks to")
+                chunk = self.decoder.unused_data if self.decoder.eof else b""
+                if chunk:                        # a gzip file of several members
+                    self.decoder = zlib.decompressobj(self.wbits)
+        except zlib.error:
+            self.failed = True
+
+    def keep(self, part):
+        self.size += len(part)
+        if self.size > self.limit:
+            raise too_large(self.limit, "unpacks to")
+        self.parts.append(part)
+
+    def result(self):
+        """The body unpacked (not for a plain body), None when it cannot be (an encoding not read here, or bytes
+        that are not it)."""
+        if self.decoder is None or self.failed or not self.decoder.eof:
+            return None
+        return b"".join(self.parts)
+
+
+def too_large(limit, how):
+    return ApiError(502, f"the upstream's reply {how} more than {limit} bytes (--upstream-max-body): it is not "
+                         f"passed on")
 
 
 def _write(path, data):

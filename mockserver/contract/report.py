@@ -2,8 +2,11 @@
 differences, and the report as JSON, Markdown and JUnit XML.
 
 A row is `agree` (every call of the operation answered alike), `drift` (what differs: each finding with
-its kind and JSON path), `allowed` (differences, each named by the allow-list with its reason) or
-`not run` (with why: not in the flow, a read-only run, an id no step gave, left out, the run stopped).
+its kind and JSON path, in the vocabulary of contract/drift.py that recording shares), `allowed`
+(differences, each named by the allow-list with its reason) or `not run` (with why: not in the flow, a
+read-only run, an id no step gave, left out, the run stopped). What was not compared because the two sides'
+records are not alike (a field that follows the record's state, records only one side lists) is listed
+with the row (`unlike`), never drift.
 The exit status is 1 when a row drifts, 2 when the run could not run (the platform refused the token,
 or could not be reached), stopped early or could not delete what it made on the platform, 0 otherwise.
 
@@ -26,10 +29,10 @@ from dataclasses import dataclass
 import orjson
 import yaml
 
+from mockserver.contract.drift import KINDS
 from mockserver.core.clock import iso
 from mockserver.core.errors import StartupError
 
-KINDS = ("status", "added", "missing", "type", "enum", "header", "error", "body", "states")
 ENTRY_KEYS = {"operation", "kind", "path", "reason"}
 
 
@@ -77,7 +80,7 @@ def _allowance(path, number, entry):
     if not isinstance(entry.get("reason"), str) or not entry["reason"].strip():
         raise AllowError(f"{where}: every known difference needs its reason")
     if entry.get("kind") is not None and entry["kind"] not in KINDS:
-        raise AllowError(f"{where}: kind {entry['kind']!r} is not one of {', '.join(KINDS)}")
+        raise AllowError(f"{where}: kind {entry['kind']!r} is not one of {', '.join(KINDS)} (contract/drift.py)")
     return Allowance(str(entry.get("operation", "*")), entry["reason"].strip(), entry.get("kind"),
                      None if entry.get("path") is None else str(entry["path"]))
 
@@ -148,7 +151,8 @@ def _judged(name, calls, allowances):
         result = "drift"
     else:
         result = "allowed" if findings else "agree"
-    return {"result": result, "calls": len(calls), "findings": findings}
+    unlike = list(dict.fromkeys(note for call in calls for note in call.get("unlike", ())))
+    return {"result": result, "calls": len(calls), "findings": findings, "unlike": unlike}
 
 
 def to_json(report):
@@ -174,7 +178,7 @@ def markdown(report):
     for row in ran:
         what = "<br>".join(_finding_text(item) for item in row["findings"] if "allowed" not in item)
         lines.append(f"| {row['operation']} | `{row['method']} {row['path']}` | {row['result']} | {_cell(what)} |")
-    lines += _progressions(report) + _allowed(ran) + _not_run(report["operations"])
+    lines += _progressions(report) + _allowed(ran) + _unlike(ran) + _not_run(report["operations"])
     return "\n".join(lines) + "\n"
 
 
@@ -203,6 +207,14 @@ def _allowed(rows):
     lines = ["", "## Known differences (allow-list)", "", "| operation | difference | reason |", "|---|---|---|"]
     lines += [f"| {name} | {_cell(_finding_text(item))} | {_cell(item['allowed'])} |" for name, item in allowed]
     return lines
+
+
+def _unlike(rows):
+    notes = [(row["operation"], note) for row in rows for note in row.get("unlike", ())]
+    if not notes:
+        return []
+    lines = ["", "## Not compared: the records are not alike (no drift)", "", "| operation | what |", "|---|---|"]
+    return lines + [f"| {name} | {_cell(note)} |" for name, note in notes]
 
 
 def _not_run(rows):
@@ -263,6 +275,10 @@ def summary(report):
         if row["result"] == "drift":
             lines += [f"  {row['operation']}: {_finding_text(item)}" for item in row["findings"]
                       if "allowed" not in item]
+    unlike = sum(len(row.get("unlike", ())) for row in report["operations"])
+    if unlike:
+        lines.append(f"parity: {unlike} difference(s) not compared: the two sides' records are not alike (a field that "
+                     f"follows a record's state, records one side only lists); the report lists them")
     if report["aborted"]:
         lines.append(f"parity: {_stopped(report)}: {report['aborted']}")
     lines += [f"parity: left on the platform: {failure}" for failure in report["cleanup"]["failures"]]

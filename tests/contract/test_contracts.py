@@ -79,6 +79,8 @@ def verify(pact, mock_url, tmp_path, name="pact.json"):
     interaction's description -> its result ("OK" or "Error"), and the mismatches."""
     path = tmp_path / name
     path.write_text(json.dumps(pact))
+    httpx.delete(f"{mock_url}/_mock/sandboxes/verify")          # control calls never make a sandbox: made here
+    assert httpx.put(f"{mock_url}/_mock/sandboxes/verify", json={}).status_code in (200, 201)
     verifier = (Verifier(pact["provider"]["name"], host="127.0.0.1")
                 .add_transport(url=f"{mock_url}/sandbox/verify")
                 .add_source(str(path))
@@ -129,16 +131,21 @@ def test_a_client_flows_pact_has_its_states_and_matching_rules(recorder):
     body_rules = deployed["response"]["matchingRules"]["body"]
     assert body_rules["$.steps.details"]["matchers"] == [{"match": "type", "min": 0}]
     assert body_rules["$.execution_id"]["matchers"] == [{"match": "type"}]
-    # the states it relied on: the records the flow made (with the call that made them), then the state
+    # the states it relied on, in the order the flow made them true: the records the flow made (with the call
+    # that made them), the project's edit where it happened, then the state the deploy led to
+    names = [state["name"] for state in deployed["providerStates"]]
     states = {state["name"]: state["params"] for state in deployed["providerStates"]}
-    assert states["project {id} exists"]["create"]["operation"] == "createProject"
-    assert states["project {id} exists"]["edits"][0]["body"]["description"] == "the new shop"
+    project = [state["params"] for state in deployed["providerStates"] if state["name"] == "project {id} exists"]
+    assert project[0]["create"]["operation"] == "createProject" and project[0]["id"] == flow["project"]
+    assert project[-1]["edits"] == [{"operation": "editProject", "method": "PUT", "path": f"/project/{flow['project']}",
+                                     "body": {"name": "shop", "description": "the new shop"}}]
     assert states["environment {id} exists"]["create"]["path"] == f"/project/{flow['project']}/environment"
     assert states["application {id} exists"]["id"] == flow["application"]
-    assert states["application {id} exists and is {state}"] == {"id": flow["application"], "state": "DEPLOYED"}
+    assert states["application {id} exists and is {state}"] == {"id": flow["application"], "state": "DEPLOYED",
+                                                                 "acted": True}
     assert states["cluster {id} exists"] == {"id": CLUSTER}         # from the fixtures: nothing to create
-    names = [state["name"] for state in deployed["providerStates"]]
-    assert names.index("secret {id} exists") < names.index("application {id} exists and is {state}")
+    assert names.index("secret {id} exists") < len(names) - 1 - names[::-1].index("project {id} exists") \
+        < names.index("application {id} exists and is {state}")
 
 
 def test_a_client_flows_pact_verifies_against_a_fresh_mock(recorder, live_server, tmp_path):

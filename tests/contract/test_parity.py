@@ -7,6 +7,7 @@ means the run could not run (exit 2), never drift.
 """
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -374,11 +375,76 @@ def test_parity_against_a_platform_that_refuses_the_token_could_not_run(status, 
     text = printed.out + printed.err
     assert code == 2, text
     assert len(upstream.requests) == 1 and upstream.requests[0][2] == f"Token {BAD_TOKEN}"
-    lines = text.strip().splitlines()
+    lines = printed.out.strip().splitlines()                   # the result: one line; the progress is on stderr
     assert len(lines) == 1, text
+    assert printed.err.splitlines()[1] == "parity: [1/21] getOrganization GET /organization"
     assert lines[0].startswith("parity: could not run: the platform refused the token: ")
     assert f"{status} to getOrganization" in lines[0] and message in lines[0]
     assert "drift" not in text and "the platform answers" not in text
     assert BAD_TOKEN not in text
     data = orjson.loads(report.read_bytes())
     assert data["exit_status"] == 2 and data["summary"]["drift"] == 0 and BAD_TOKEN not in report.read_text()
+
+
+# ---------------------------------------------------------------- like with like, one vocabulary, progress
+def record_a_client_session(platform, out):
+    """What a client reads of its organization, through `mockserver record --fixtures-out`: never a status."""
+    recorder = Process("record", "--upstream", platform.url, "--fixtures-out", str(out))
+    try:
+        with httpx.Client(base_url=recorder.url, headers={"Authorization": f"Token {PLATFORM_TOKEN}"},
+                          timeout=10) as api:
+            project = api.get(f"/organization/{ORG}/project").json()["results"][0]["id"]
+            env = api.get(f"/project/{project}/environment").json()["results"][0]["id"]
+            app = api.get(f"/environment/{env}/application").json()["results"][0]["id"]
+            for path in ("/organization", f"/organization/{ORG}/cluster", f"/application/{app}",
+                         f"/organization/{ORG}/containerRegistry", f"/organization/{ORG}/labelsGroups",
+                         f"/organization/{ORG}/webhook"):
+                assert api.get(path).status_code == 200, path
+    finally:
+        recorder.stop()
+    assert (out / "recorded.yaml").exists(), recorder.output
+
+
+@pytest.mark.server
+def test_parity_against_the_platform_its_fixtures_were_recorded_from_reports_no_drift(platform, capsys, tmp_path):
+    record_a_client_session(platform, tmp_path / "recorded")
+    recorded = str(tmp_path / "recorded")
+    status, report, printed = run(capsys, tmp_path, "--upstream", platform.url, "--fixtures", recorded)
+    assert status == 0 and report["summary"]["drift"] == 0, printed
+    ran = rows(report)
+    assert {ran[name]["result"] for name in ("getApplication", "getApplicationStatus", "getEnvironmentStatus",
+                                             "listApplications", "listApplicationVariables")} == {"agree"}
+    assert any("only the platform lists" in note for note in ran["listApplicationVariables"]["unlike"])
+
+
+def test_recording_and_parity_speak_one_vocabulary():
+    from mockserver.contract import drift, report
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+              "required": ["a", "b"], "additionalProperties": False}
+    recorded = {(item["kind"], item["path"]): item["message"] for item in drift.against_schema({"a": "x", "c": 1},
+                                                                                                 schema)}
+    compared = {(item["kind"], item["path"]): item["message"] for item in drift.against_reply({"a": "x", "c": 1},
+                                                                                                {"a": 1, "b": 2})}
+    assert set(recorded) == set(compared) == {("added", "$.c"), ("missing", "$.b"), ("type", "$.a")}
+    assert recorded[("added", "$.c")] == "the platform sends a field the document does not have"
+    assert compared[("added", "$.c")] == "the platform sends a field the mock does not have"
+    assert recorded[("missing", "$.b")] == "the platform does not send a field the document requires"
+    assert compared[("missing", "$.b")] == "the platform does not send a field the mock sends"
+    assert recorded[("type", "$.a")] == "changed type: the document has integer, the platform sends string"
+    assert compared[("type", "$.a")] == "changed type: the mock has number, the platform sends string"
+    assert set(report.KINDS) == set(drift.KINDS) >= {"added", "missing", "type", "enum", "status", "header"}
+
+
+@pytest.mark.server
+def test_a_paced_run_shows_its_pace_its_steps_and_its_waits_while_it_runs(platform, capsys, tmp_path, make_server):
+    flow = har_of(make_server, tmp_path, "three.har", "/organization", f"/organization/{ORG}/cluster",
+                  f"/organization/{ORG}/project")
+    status, report, printed = run(capsys, tmp_path, "--upstream", platform.url, "--flow", str(flow), "--pace", "1/2s")
+    assert status == 0, printed
+    lines = printed.splitlines()
+    assert ("parity: 3 of 3 step(s) to run (read-only); the platform gets at most 1 request(s) per 2 s (--pace): one "
+            "every 2 s: 3 step(s) take at least 6 s") in lines
+    assert lines.index("parity: [1/3] getOrganization GET /organization") < lines.index(
+        f"parity: [3/3] listProjects GET /organization/{ORG}/project")
+    waits = [line for line in lines if re.fullmatch(r"parity:   waiting [12]\.\d s for the pace \(1 per 2 s\)", line)]
+    assert len(waits) == 2, printed

@@ -171,3 +171,40 @@ class Tiny:
     def stop(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+class Dribbling:
+    """An upstream that sends its status line and headers at once, then its body one byte every `interval`
+    seconds (a slow or stuck platform): each read gets a byte in time, the whole reply never does."""
+
+    def __init__(self, body, interval=0.2):
+        import socket
+        self.body, self.interval, self.closed = body, interval, threading.Event()
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.socket.getsockname()[1]}"
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while not self.closed.is_set():
+            try:
+                connection, _ = self.socket.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.drip, args=(connection,), daemon=True).start()
+
+    def drip(self, connection):
+        with connection:
+            try:
+                connection.recv(65536)
+                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                   b"Content-Length: %d\r\n\r\n" % len(self.body))
+                for byte in self.body:
+                    if self.closed.wait(self.interval):
+                        return
+                    connection.sendall(bytes([byte]))
+            except OSError:
+                return
+
+    def stop(self):
+        self.closed.set()
+        self.socket.close()
