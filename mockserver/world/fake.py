@@ -4,12 +4,13 @@ One `Fake` per runtime, seeded from `--seed`: the same seed gives the same data.
 tied to one record (the logs of a deployment, the commits of a repository) come from a
 generator seeded by (seed, that record's key), so they do not depend on the order of requests.
 
-Building a `Faker` and drawing a repository's commits cost milliseconds, so neither happens per
-request. The process has one `Faker`, reseeded before each use
-(reseeding gives exactly the draws a new instance with that seed would), and what is drawn
-per key is made once and kept in bounded caches shared by every sandbox (`functools.lru_cache`):
-a deploy, a commit listing or a log read after the first costs a lookup. Cached values are
-shared, so callers must not change them (`tfvars` hands out copies because its caller edits them).
+Building a `Faker` costs milliseconds, so it does not happen per request. The process has one
+`Faker`, reseeded before each use (reseeding gives exactly the draws a new instance with that seed
+would), and what is drawn per key is made once and kept in bounded caches shared by every sandbox
+(`functools.lru_cache`): a log read after the first costs a lookup. Commits do not use Faker: each is
+made alone from its position by `commits.py`, so a deploy or a page of commits makes only its own.
+Cached values are shared, so callers must not change them (`tfvars` hands out copies because its
+caller edits them).
 """
 
 import functools
@@ -19,7 +20,7 @@ from array import array
 
 from faker import Faker
 
-from mockserver.core.clock import iso
+from mockserver.world.commits import Commits
 
 LOG_TEMPLATES = {
     "GIT_CLONE": ["Cloning {url} (branch {branch})", "Checked out commit {sha}"],
@@ -38,7 +39,7 @@ BUILDS = ["npm ci && npm run build", "pip install -r requirements.txt", "go buil
 VERSION_MASK = ~((0xf000 << 64) | (0xc000 << 48))          # the version and variant bits of a uuid
 VERSION_4 = (0x4000 << 64) | (0x8000 << 48)                 # version 4, the RFC 4122 variant
 LOG_DRAWS = 64          # draws made per (deployment, step) at once; a longer log draws again, for its length
-CACHE = 4096            # keys kept per kind of generated value (commits, log draws, tfvars)
+CACHE = 4096            # keys kept per kind of generated value (log draws, tfvars)
 
 _faker: list[Faker] = []   # the process's one Faker, made on first use
 
@@ -55,31 +56,6 @@ def _seeded(seed, key):
     faker = shared_faker()
     faker.seed_instance(int.from_bytes(digest[:8], "big"))
     return faker
-
-
-@functools.lru_cache(maxsize=CACHE)
-def _commit_draws(seed, repository, branch, count):
-    """(sha, author, message, seconds to the commit before) of a branch's last `count` commits."""
-    local = _seeded(seed, f"{repository}#{branch}")
-    out = []
-    for _ in range(count):
-        sha = local.sha1()
-        author = local.name()
-        message = local.sentence(nb_words=7).rstrip(".")
-        out.append((sha, author, message, local.random_int(600, 14400)))
-    return tuple(out)
-
-
-@functools.lru_cache(maxsize=CACHE)
-def _commits(seed, repository, branch, count, newest):
-    at, out = newest, []
-    page = repository.removesuffix(".git")
-    for sha, author, message, gap in _commit_draws(seed, repository, branch, count):
-        out.append({"created_at": iso(at), "git_commit_id": sha, "tag": "", "message": message, "author_name": author,
-                    "author_avatar_url": f"https://avatars.example.com/{author.split()[0].lower()}.png",
-                    "commit_page_url": f"{page}/commit/{sha}"})
-        at -= gap
-    return tuple(out)
 
 
 @functools.lru_cache(maxsize=CACHE)
@@ -165,9 +141,9 @@ class Fake:
         return f"{database}-{when[:10]}-{self._draw(lambda faker: faker.lexify('????')).lower()}"
 
     def commits(self, repository, branch, count, newest):
-        """`count` commits of a repository's branch, newest first, one hour or so apart, with ISO dates
-        (a shared tuple: read only)."""
-        return _commits(self.seed, repository, branch, count, newest)
+        """`count` commits of a repository's branch, newest first, two hours or so apart, with ISO dates: a
+        sequence that makes a commit when it is read (shared dicts: read only)."""
+        return Commits(self.seed, repository, branch, newest, count)
 
     def log_lines(self, key, step, values, count):
         draws = _log_draws(self.seed, key, step, max(LOG_DRAWS, count))[:count]

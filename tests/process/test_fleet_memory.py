@@ -13,21 +13,21 @@ from support.ids import ADMIN, APP, JOB, PROJECT
 
 from mockserver.calls.journal import Budget, Journal
 from mockserver.process.collector import Collector
-from mockserver.world import fake
+from mockserver.world.commits import make_commit
 from mockserver.world.fake import Fake
 
 
 # ---------------------------------------------------------------- generated data
 def test_commits_are_the_ones_the_seed_always_gave():
-    """Figures taken from the generator as it was before the caches (one Faker built per call)."""
+    """Figures taken from the generator of commits made one at a time (world/commits.py)."""
     commits = Fake(1).commits("https://github.com/acme/shop.git", "main", 100, 1_700_000_000.0)
     assert len(commits) == 100
     first, last = commits[0], commits[-1]
-    assert first["git_commit_id"] == "5ef7d7ae57d1a31184d099a15841a4a715bd9cf9"
-    assert first["message"] == "Federal past skill protect down learn wear usually"
-    assert first["author_name"] == "Amy Owens"
+    assert first["git_commit_id"] == "72a5961a60efcd19128b1239441ae450f9484edf"
+    assert first["message"] == "Speed up the cleanup job schedule"
+    assert first["author_name"] == "Ben Ivanova"
     assert first["created_at"] == "2023-11-14T22:13:20.000000Z"
-    assert last["created_at"] == "2023-11-06T11:45:49.000000Z"
+    assert last["created_at"] == "2023-11-06T15:08:13.000000Z"
 
 
 def test_a_sandbox_keeps_its_own_sequence_of_people_and_passwords():
@@ -40,29 +40,29 @@ def test_a_sandbox_keeps_its_own_sequence_of_people_and_passwords():
 
 
 def test_generated_values_are_made_once_and_then_looked_up():
-    fake._commits.cache_clear()
+    make_commit.cache_clear()
     generator = Fake(3)
-    first = generator.commits("https://git.example/a.git", "main", 100, 1e9)
-    again = Fake(3).commits("https://git.example/a.git", "main", 100, 1e9)
+    first = generator.commits("https://git.example/a.git", "main", 100, 1e9)[0]
+    again = Fake(3).commits("https://git.example/a.git", "main", 100, 1e9)[0]
     assert again is first                         # a second world with the same seed shares the records
-    info = fake._commits.cache_info()
+    info = make_commit.cache_info()
     assert (info.hits, info.misses) == (1, 1)
-    assert Fake(4).commits("https://git.example/a.git", "main", 100, 1e9) != first
+    assert Fake(4).commits("https://git.example/a.git", "main", 100, 1e9)[0] != first
 
 
 def test_a_deploy_and_the_commit_listing_name_the_same_commits_as_before(client):
     """The fixture job's commits and the commit an application deploy pins, as the generator gave them."""
     commits = client.get(f"/job/{JOB}/commit").json()["results"]
     assert len(commits) == 100
-    assert commits[0]["git_commit_id"] == "59c5470e4aef86a03dbbf907a2ebd7cce8d6dff2"
-    assert commits[0]["message"] == "Wind learn seven heavy way"
-    assert commits[0]["author_name"] == "Kimberly Jimenez"
-    assert commits[-1]["git_commit_id"] == "eb8cc872a156e3a72fee467e9f5c222f185fc4b4"
+    assert commits[0]["git_commit_id"] == "4e41fa1426e8ad80269470315579cafb0bde33ac"
+    assert commits[0]["message"] == "Rework the nightly backup script (#169)"
+    assert commits[0]["author_name"] == "Olga Eriksson"
+    assert commits[-1]["git_commit_id"] == "9d55e81ee16abec8f7778308cf73ab18bac81b1f"
     assert client.post(f"/application/{APP}/deploy", json={}).status_code == 202
     history = client.get(f"/application/{APP}/deploymentHistory").json()["results"]
     commit = history[0]["details"]["commit"]
-    assert commit["git_commit_id"] == "6c21418fd1211b7f8c008d6318b3bb6da01bab70"
-    assert commit["message"] == "According call so rest model order system newspaper realize"
+    assert commit["git_commit_id"] == "6be017eb2c8ed445997b8f41df43b55a804a847c"
+    assert commit["message"] == "Simplify errors of the signup form"
 
 
 def test_log_lines_are_the_ones_the_seed_always_gave(client, server):

@@ -119,15 +119,18 @@ def add_backups(rt, entry, count, now):
 
 # ---------------------------------------------------------------- commits
 def job_commits(ctx):
+    """The job's last 100 commits, or the one `gitCommitId` names, or those after (older than) `startId`. The
+    list is of positions: only the commits of the page asked for are made."""
     commits = commits_of(ctx.rt, service(ctx, "job"))
-    wanted = ctx.query.get("gitCommitId")
+    positions = range(len(commits))
+    wanted, start = ctx.query.get("gitCommitId"), ctx.query.get("startId")
     if wanted is not None:
-        commits = [c for c in commits if c["git_commit_id"] == wanted]
-    start = ctx.query.get("startId")
-    if wanted is None and start is not None:
-        ids = [c["git_commit_id"] for c in commits]
-        commits = commits[ids.index(start) + 1:] if start in ids else []
-    return page(ctx, commits, lambda commit: commit)
+        found = commits.position(wanted)
+        positions = range(0) if found is None else range(found, found + 1)
+    elif start is not None:
+        found = commits.position(start)
+        positions = range(0) if found is None else range(found + 1, len(commits))
+    return page(ctx, positions, commits.__getitem__)
 
 
 # ---------------------------------------------------------------- Helm

@@ -12,6 +12,7 @@ from mockserver.core.clock import iso
 from mockserver.core.errors import conflict, not_found
 from mockserver.core.kinds import BY_PATH, SERVICE_KINDS
 from mockserver.document.schemas import ICON_BASE
+from mockserver.world.commits import NO_COMMITS
 from mockserver.world.deployments import repository_of
 from mockserver.world.store import Entry
 
@@ -240,10 +241,11 @@ def service(ctx, kind, ident=None):
 
 
 def commits_of(rt, entry):
-    """The last 100 commits of a service's repository (newest first), with ISO dates."""
+    """The last 100 commits of a service's repository (newest first), with ISO dates: a sequence that makes
+    a commit when it is read (world/commits.py), empty for a service without a repository."""
     repository = repository_of(entry.data)
     if not repository:
-        return []
+        return NO_COMMITS
     return rt.fake.commits(repository["url"], repository["branch"], 100, entry.meta["created"])
 
 
@@ -353,16 +355,20 @@ def action(verb):
 
 
 def _commit(ctx, entry, verb):
+    """The commit a deploy pins: the one named (by its id or a prefix of it), else the newest; a redeploy pins
+    the deployed one again. Only that commit is made; an id none of the last 100 has is pinned as it is."""
     commits = commits_of(ctx.rt, entry)
     if verb == "redeploy":
-        wanted = repository_of(entry.data).get("deployed_commit_id") or commits[0]["git_commit_id"]
+        wanted = repository_of(entry.data).get("deployed_commit_id")
     else:
         wanted = ctx.body.get("git_commit_id")
-        if wanted is None:
-            return commits[0]
-    found = next((c for c in commits if c["git_commit_id"].startswith(wanted)), None)
-    return found or {"created_at": iso(ctx.now), "git_commit_id": wanted, "tag": "", "message": "",
-                     "author_name": "", "author_avatar_url": "", "commit_page_url": ""}
+    if wanted is None:
+        return commits[0]
+    found = commits.position(wanted, prefix=True)
+    if found is not None:
+        return commits[found]
+    return {"created_at": iso(ctx.now), "git_commit_id": wanted, "tag": "", "message": "",
+            "author_name": "", "author_avatar_url": "", "commit_page_url": ""}
 
 
 def operations():
