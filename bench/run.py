@@ -6,6 +6,7 @@
     python bench/run.py --scale         # add start-up time, RSS over 1M requests, latency vs store size
     python bench/run.py --variants      # add a paired table: the mock vs itself with CORS off / access log on
     python bench/run.py --floors        # add the floor: the mock's own replies sent fixed (bench/floor_app.py)
+    python bench/run.py --no-throughput --variants --tracing --out tracing   # what OpenTelemetry tracing costs
 
 Every server is pinned to CPU 0 and wrk to CPU 1 (taskset); wrk runs 1 thread, 8 connections.
 Results: a table on stdout, bench/results/latest.md and bench/results/latest.json.
@@ -148,6 +149,12 @@ def checkout(rev):
 VARIANTS = {"mock-cors-off": ["--cors-origins", "off"], "mock-log-text": ["--access-log"],
             "mock-log-json": ["--access-log", "--log-format", "json"],
             "mock-malloc": ["--allocator", "malloc"], "mock-pymalloc": ["--allocator", "pymalloc"]}
+# name -> the OTEL_* environment of `mockserver serve` (--variants --tracing, in place of VARIANTS): what tracing
+# costs. none: off by name (the path as shipped); unsampled: on, every span dropped by the sampler; console: on,
+# every span printed (into the server's log file, bench/results/NAME.log.raw)
+TRACING = {"mock-otel-none": {"OTEL_TRACES_EXPORTER": "none"},
+           "mock-otel-unsampled": {"OTEL_TRACES_EXPORTER": "console", "OTEL_TRACES_SAMPLER": "always_off"},
+           "mock-otel-console": {"OTEL_TRACES_EXPORTER": "console"}}
 
 
 def record_replies(port, path):
@@ -241,13 +248,15 @@ def throughput(args, port, baseline=None):
 def variants(args, port):
     """The mock as it ships and its VARIANTS, all started at once (idle ones cost nothing) and loaded in
     turn, run after run, so that the machine's drift hits every one alike: a paired comparison."""
-    names = ["mock", *VARIANTS]
+    table = {name: [] for name in TRACING} if args.tracing else VARIANTS
+    names = ["mock", *table]
     procs = {}
     try:
         for n, name in enumerate(names):
             with open(RESULTS / f"{name}.log.raw", "w") as log:   # the access log goes to this file
                 procs[name] = start([MOCK, "serve", "--port", str(port + n), "--rate-limit", RATE,
-                                     *VARIANTS.get(name, [])], port + n, log)[0]
+                                     *table.get(name, [])], port + n, log,
+                                    env={**os.environ, **TRACING[name]} if name in TRACING else None)[0]
         for n in range(len(names)):
             for i in range(48):                   # the fixtures have 2 projects: make it 50
                 call(port + n, "POST", f"/organization/{ORG}/project", {"name": f"bench-{i}"})
@@ -414,6 +423,10 @@ def main():
     parser.add_argument("--variants", action="store_true",
                         help="add a paired table: the mock vs itself with CORS off and with the access log on "
                              "(text, json; written to a file)")
+    parser.add_argument("--tracing", action="store_true",
+                        help="with --variants: the variants are tracing's (TRACING: off by name, on unsampled, on "
+                             "with every span printed) in place of CORS, access log and allocator")
+    parser.add_argument("--out", default="latest", help="name of the result files (default latest: latest.md)")
     parser.add_argument("--floors", action="store_true",
                         help="also load two apps that send the mock's own replies fixed, doing none of its work "
                              "(bench/floor_app.py: plain ASGI and Starlette): what the replies alone cost")
@@ -444,9 +457,9 @@ def main():
         report["scale"] = scale(args.port)
     report["load_after"] = os.getloadavg()[0]
     text = markdown(report)
-    (RESULTS / "latest.md").write_text(text)
-    (RESULTS / "latest.json").write_text(json.dumps(report, indent=1) + "\n")
-    print("\n" + text + "\nwritten: bench/results/latest.md, bench/results/latest.json")
+    (RESULTS / f"{args.out}.md").write_text(text)
+    (RESULTS / f"{args.out}.json").write_text(json.dumps(report, indent=1) + "\n")
+    print("\n" + text + f"\nwritten: bench/results/{args.out}.md, bench/results/{args.out}.json")
 
 
 if __name__ == "__main__":

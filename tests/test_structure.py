@@ -14,7 +14,7 @@ LONGEST = 60            # lines a function may have, its docstring included
 LAYERS = ("core", "edge", "process", "document", "calls", "world", "api", "sandboxes", "contract", "control",
           "face", "cli")
 FACE = {"mockserver", "mockserver.app", "mockserver.pytest_plugin"}     # and mockserver.client.*
-WEB_STACK = ("starlette", "uvicorn", "httpx", "httptools")
+WEB_STACK = ("starlette", "uvicorn", "httpx", "httptools", "opentelemetry")   # tracing too: lent as a hook
 NO_WEB = ("core", "document", "calls", "world")     # the domain: it never imports the web stack
 
 

@@ -42,7 +42,7 @@ def _codec():
 
 HEADS = ("id", "at", "method", "path", "operation", "status", "duration", "rule", "request_id", "token",
          "truncated", "fault")                      # what filters, counts and the inspector's rows read
-BODIES = ("request", "response", "reply_headers", "request_headers", "drift")    # the rest: read for a match
+BODIES = ("request", "response", "reply_headers", "request_headers", "drift", "trace_id")   # the rest: read for a match
 FIELDS = HEADS + BODIES
 
 
@@ -52,25 +52,26 @@ class Call:
     "body"/"response" to the size sent when that part was kept cut; `drift` is None for a call the mock answered,
     and for a call forwarded to the upstream (contract/proxy.py) the JSON of its drift findings, `[]` when none;
     `fault` names the network faults a scenario rule shaped the reply with (`truncate`, `reset, dribble`), None
-    for a reply sent as it was made."""
+    for a reply sent as it was made; `trace_id` the call's trace (32 hex digits) when tracing is on, else None."""
 
     __slots__ = (*FIELDS, "size")
 
     def __init__(self, *, id: int, at: float, method: str, path: str, operation, status: int, duration: float,
                  rule: str | None, request_id: str | None, token: str | None, truncated: dict | None,
                  request: bytes, response: bytes, reply_headers: bytes = b"", request_headers: bytes = b"",
-                 drift: bytes | None = None, fault: str | None = None) -> None:
+                 drift: bytes | None = None, fault: str | None = None, trace_id: str | None = None) -> None:
         self.id, self.at, self.method, self.path, self.operation = id, at, method, path, operation
         self.status, self.duration, self.rule, self.request_id, self.token = status, duration, rule, request_id, token
         self.request, self.response, self.truncated = request, response, truncated
         self.request_headers, self.reply_headers = request_headers, reply_headers
-        self.drift, self.fault = drift, fault
+        self.drift, self.fault, self.trace_id = drift, fault, trace_id
         self.size = self.measure()
 
     def measure(self) -> int:
         """The bytes the call is counted for, kept as an object."""
         return (OVERHEAD + len(self.path) + len(self.request) + len(self.request_headers) + len(self.response)
-                + len(self.reply_headers) + len(self.request_id or "") + len(self.drift or b"") + len(self.fault or ""))
+                + len(self.reply_headers) + len(self.request_id or "") + len(self.drift or b"") + len(self.fault or "")
+                + len(self.trace_id or ""))
 
     def fields(self) -> dict:
         """The call's fields by name (what `Call(**fields)` takes)."""

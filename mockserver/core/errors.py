@@ -12,6 +12,7 @@
         +-- FlowError           contract/flows.py: a parity flow file that cannot be read
         +-- AllowError          contract/report.py: a parity allow-list that cannot be read
         +-- Unavailable         process/allocator.py: the memory allocator asked for is not installed
+        +-- TracingError        edge/tracing.py: an OTEL_* setting the mock cannot trace with
 
 The request path catches `ApiError` and nothing else builds error replies; the command line catches
 `StartupError` and prints its `lines()`.

@@ -31,10 +31,10 @@ BURY_SECONDS = 0.005                            # time a call or a round of the 
 
 
 class Worlds:
-    def __init__(self, settings=None, spec=None, clock=None, wall=time.time):
+    def __init__(self, settings=None, spec=None, clock=None, wall=time.time, tracer=None):
         self.settings = settings or Settings()
         self.spec = spec or Spec.load()
-        self.shared = Shared(self.settings, self.spec)
+        self.shared = Shared(self.settings, self.spec, tracer)     # `tracer`: edge/tracing.py's, lent to every world
         self.fixtures = read_fixtures(self.settings.fixtures, self.spec)
         self.started = time.time()
         # The world every sandbox starts from, built once through the handlers and then only copied.
@@ -86,7 +86,9 @@ class Worlds:
             scenarios.load_file(path)
             for warning in scenarios.warnings:
                 log.warning("%s", warning)
-        return fresh_world(settings, clock, fixtures, scenarios, self.shared.budget)
+        world = fresh_world(settings, clock, fixtures, scenarios, self.shared.budget)
+        world.tracer = self.shared.tracer
+        return world
 
     def make_sandbox(self, name, options, fixtures=None):
         """A new sandbox: a copy of the start world, or of a snapshot, or a world built for its options

@@ -26,9 +26,12 @@ class Shared:
     every object of the world as a `persistent_id` would: that per-object call cost four times
     the pickling itself."""
 
-    def __init__(self, settings, spec):
+    def __init__(self, settings, spec, tracer=None):
         self.budget = Budget(settings.journal_memory)    # the journals' memory, shared by every world
+        self.tracer = tracer                    # the server's tracer (edge/tracing.py) its worlds hold, or None
         self.by_key = {"settings": settings, "spec": spec, "journal budget": self.budget, "shared": self}
+        if tracer is not None:
+            self.by_key["tracer"] = tracer
         for operation_id, operation in spec.operations.items():
             self.by_key[f"op:{operation_id}"] = operation
         self.by_id = {id(obj): key for key, obj in self.by_key.items()}
@@ -106,6 +109,8 @@ class _Thawer(pickle.Unpickler):
 
 
 def _shared_object(keys, key):
+    if key == "tracer" and key not in keys:     # saved by a server that traced, read by one that does not
+        return None
     try:
         return keys[key]
     except KeyError:
@@ -137,6 +142,7 @@ def freeze(rt, shared, journal=True):
 def thaw(data, shared):
     """An independent runtime from `freeze`'s bytes (then `shared.settle()`: see Shared)."""
     rt = loads(data, shared)
+    rt.tracer = shared.tracer                   # saved by a server that did not trace, read by one that does
     shared.settle()
     return rt
 

@@ -18,7 +18,7 @@ from mockserver.world.fake import Fake
 from mockserver.world.lifecycle import Lifecycle
 from mockserver.world.ratelimit import RateLimiter
 from mockserver.world.store import Store
-from mockserver.world.webhooks import Webhooks
+from mockserver.world.webhooks import AttemptTracer, Webhooks
 
 
 class Context:
@@ -65,6 +65,7 @@ class Runtime:
         self.derived: dict[str, dict[str, None]] = {}   # variable or secret id -> {ids of its overrides and aliases}
         self.default_org: str | None = None
         self.reserved_ids: frozenset[str] = frozenset()   # ids fixtures being loaded give their records
+        self.tracer: AttemptTracer | None = None   # the server's tracer (edge/tracing.py), lent like its settings
 
     def __setstate__(self, state):
         """A copied or restored world: attributes set one by one (they stay in the object's compact

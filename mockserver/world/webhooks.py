@@ -26,6 +26,10 @@ the attempt then connects to (a name may point anywhere, and may point elsewhere
 the attempt). Loopback stays allowed: tests deliver to receivers on their own machine. A deleted
 webhook's deliveries still to be attempted end at once, FAILED, saying why (`cancel`); an attempt
 already in flight ends as it will and is not retried.
+
+With tracing on (edge/tracing.py), the world holds the server's tracer (`rt.tracer`, lent by the server like
+its settings): each attempt on the wire is a span in the trace of the call that caused it (`traces`: the
+`traceparent` of calls that queued work, the newest TRACES_KEPT), and the receiver gets its `traceparent`.
 """
 
 import asyncio
@@ -38,7 +42,7 @@ import socket
 import ssl
 import time
 from collections import deque
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 from urllib.parse import quote, unquote, urlsplit
 
 import orjson
@@ -49,6 +53,7 @@ from mockserver.document.schemas import HOST_NAME, IPV4, IPV6, WEBHOOK_TARGET
 MAX_ATTEMPTS = 5
 BACKOFF = (1, 2, 4, 8, 16)
 KEEP = 10000
+TRACES_KEPT = 1000                     # traced calls that queued work whose trace context deliveries may continue
 
 LANE_CONNECTIONS = 4                   # attempts in flight to one target at once
 LANE_QUEUE = 1000                      # attempts waiting for one target; one more fails at once
@@ -273,6 +278,16 @@ def describe(error):
     return f"{type(error).__name__}: {error}".strip().rstrip(":")
 
 
+class AttemptTracer(Protocol):
+    """What a world's webhooks ask of the server's tracer (edge/tracing.py `Tracer`), when it lends one."""
+
+    def attempt(self, delivery: dict, number: int, cause: str | None, headers: dict) -> object:
+        """A span begun for one attempt, its `traceparent` added to `headers`."""
+
+    def attempted(self, span, attempt: dict) -> None:
+        """The attempt's outcome noted on its span, which ends."""
+
+
 class Lane:
     """One target's attempts: those waiting, those in flight, and how many workers make them."""
 
@@ -295,6 +310,7 @@ class Webhooks:
         self.lanes: dict[str, Lane] = {}       # origin -> Lane, while it has work
         self.tasks = set()                     # the lanes' workers (a world with any is not quiet)
         self.by_cause = {}                     # call id -> delivery ids, for the journal
+        self.traces: dict[int, str] = {}       # call id -> its traceparent (tracing on only), the newest TRACES_KEPT
         self.next_id = 1
 
     # ------------------------------------------------------------ events
@@ -348,6 +364,12 @@ class Webhooks:
     def _queue(self, due, delivery, secret):
         """An attempt due at `due` on the mock's clock (a heap: the earliest first, then in order queued)."""
         heapq.heappush(self.pending, (due, self._order(delivery), delivery, secret))
+
+    def traced(self, call_id, traceparent):
+        """The trace context of a call that queued work: the attempts of the deliveries it causes continue it."""
+        self.traces[call_id] = traceparent
+        if len(self.traces) > TRACES_KEPT:
+            del self.traces[next(iter(self.traces))]
 
     def fail_next(self, count, rule):
         self.forced_failures.append([count, rule])
@@ -453,11 +475,16 @@ class Webhooks:
         if secret:
             headers["X-Mock-Signature"] = sign(secret, timestamp, body)
         attempt["signature"] = headers.get("X-Mock-Signature")
+        tracer = self.rt.tracer
+        span = None if tracer is None else tracer.attempt(delivery, attempt["number"],
+                                                          self.traces.get(delivery["caused_by_call"]), headers)
         try:
             attempt.update(status_code=await post(target, headers, body, self._allow_link_local()), error=None)
         except Exception as error:              # any transport failure is a failed attempt, never a crash
             attempt.update(status_code=None, error=describe(error))
         attempt["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
+        if span is not None:
+            tracer.attempted(span, attempt)
         return attempt
 
     def _finish(self, delivery, secret, attempt):
