@@ -13,6 +13,7 @@ import asyncio
 import base64
 import hmac
 import logging
+import os
 import time
 
 from mockserver.api.pipeline import READS, Pipeline, header_pairs
@@ -20,7 +21,7 @@ from mockserver.control import home
 from mockserver.control.routes import control_app
 from mockserver.core.errors import ApiError
 from mockserver.core.paths import DOCUMENT_PATHS
-from mockserver.edge import cors, requestid
+from mockserver.edge import cors, requestid, tracing
 from mockserver.edge.accesslog import access_logger
 from mockserver.edge.hosts import HostGuard, host_of
 from mockserver.sandboxes.changelog import read_records
@@ -39,13 +40,17 @@ UNLOGGED = ("/_mock/calls/verify",)     # control calls that are not reads yet c
 class MockServer(Worlds):
     """The server's worlds (sandboxes/worlds.py) as an ASGI application."""
 
-    def __init__(self, settings=None, spec=None, clock=None, wall=time.time):
-        super().__init__(settings, spec, clock, wall)
+    def __init__(self, settings=None, spec=None, clock=None, wall=time.time, tracer=None):
+        # tracing (edge/tracing.py): the tracer given, else the one the OTEL_* environment asks for, else None (off)
+        self.tracer = tracer or tracing.from_environment(os.environ)
+        super().__init__(settings, spec, clock, wall, self.tracer)
         self._yaml = None
         self.control = control_app(self)
         self.access_log = access_logger(self.settings.log_format) if self.settings.access_log else None
         self.pipeline = Pipeline(self.settings, self.spec, self.access_log)
         self.pipeline.changed = self.changed
+        if self.tracer is not None:
+            self.pipeline.trace(self.tracer)
         self.recorder = None                   # the recording proxy (contract/proxy.py), only with an upstream:
         if self.settings.upstream:             # it brings the HTTP client, which a plain server does not need
             from mockserver.contract.proxy import Recorder
@@ -239,6 +244,8 @@ class MockServer(Worlds):
         await super().stop()
         if self.recorder is not None:             # the HAR file and the fixtures of a recording
             await self.recorder.close()
+        if self.tracer is not None:               # the spans still waiting for their exporter
+            self.tracer.close()
 
     async def _home(self, scope, send, name, prefix):
         """`/`: links and a quick start (control/home.py), as HTML for a browser, else JSON."""

@@ -23,6 +23,11 @@ the file when it exists, so a session's tests write one pact), `write_har(path)`
 file take turns under the lock file FILE.lock, which is deleted when the writing is done. A test whose calls
 no other mock could verify (they start from a snapshot private to its sandbox, after a `restore()`, or its
 journal gave up calls they relied on) adds nothing to the file and fails in one line that says why.
+
+What the suite never used: at the end of the session the plugin asks the mock which scenario rules loaded in
+the tests' sandboxes never fired in any of them (GET /_mock/usage?scope=mock with the sandboxes' prefix; xdist
+workers' answers are put together) and lists them in the terminal summary; `--mockserver-unused-rules fail`
+also fails the session, `off` does not ask.
 """
 
 import hashlib
@@ -34,10 +39,12 @@ import time
 import httpx
 import pytest
 
-from mockserver.client import Client, PactRefused, connect, free_port, start_container, start_local
+from mockserver.client import Client, MockServerError, PactRefused, connect, free_port, start_container, start_local
 
 JOURNAL_BODY_LIMIT = 1024 * 1024                # bytes of a body a test's sandbox keeps whole (pacts need them)
 STARTS = ("inprocess", "local", "container")
+UNUSED_RULES = ("warn", "fail", "off")
+FIRED = pytest.StashKey[dict]()                 # scenario rule -> times fired, over the session's sandboxes
 
 
 class _InProcess:
@@ -96,6 +103,10 @@ def pytest_addoption(parser):
     group.addoption("--mockserver-pact-provider", default="idp-platform", help="the pact's provider name")
     group.addoption("--mockserver-sandbox-prefix", default=os.environ.get("MOCKSERVER_SANDBOX_PREFIX", ""),
                     help="prefix of the tests' sandbox names, e.g. a CI job id (env MOCKSERVER_SANDBOX_PREFIX)")
+    group.addoption("--mockserver-unused-rules", default=os.environ.get("MOCKSERVER_UNUSED_RULES", "warn"),
+                    choices=UNUSED_RULES, help="scenario rules no test made fire, at the end of the session: warn "
+                                               "(list them in the summary; the default), fail (and fail the session), "
+                                               "off (env MOCKSERVER_UNUSED_RULES)")
 
 
 def unreachable(url, timeout=10):
@@ -134,7 +145,54 @@ def mockserver_session(request):
         client = _started(option("--mockserver-start"), option("--mockserver-clock"), option("--mockserver-image"),
                           option("--mockserver-network"))
     yield client
-    client.stop()
+    try:
+        if option("--mockserver-unused-rules") != "off":
+            _note_fired(request.config, client.usage(scope="mock", prefix=sandbox_head(
+                option("--mockserver-sandbox-prefix"), os.environ.get("PYTEST_XDIST_WORKER", "main")) + "-"))
+    except (MockServerError, httpx.HTTPError):     # a mock gone, or one older than GET /_mock/usage: no report
+        pass
+    finally:
+        client.stop()
+
+
+def _note_fired(config, report):
+    """Add a usage report's rules to the session's (a rule fired when it fired in any sandbox, on any worker)."""
+    fired = config.stash.setdefault(FIRED, {})
+    for rule in report["rules"]["results"]:
+        fired[rule["rule"]] = fired.get(rule["rule"], 0) + rule["fired"]
+
+
+def unused_rules(config):
+    return sorted(name for name, times in config.stash.get(FIRED, {}).items() if not times)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """An xdist worker is done: the rules its sandboxes loaded and fired join the controller's."""
+    fired = getattr(node, "workeroutput", {}).get("mockserver_fired")
+    if fired is not None:
+        _note_fired(node.config, {"rules": {"results": [{"rule": k, "fired": v} for k, v in fired.items()]}})
+
+
+def pytest_sessionfinish(session, exitstatus):
+    config = session.config
+    if hasattr(config, "workeroutput"):          # an xdist worker: the controller says it, once
+        config.workeroutput["mockserver_fired"] = config.stash.get(FIRED, {})
+    elif unused_rules(config) and config.getoption("--mockserver-unused-rules") == "fail" and exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    unused = [] if hasattr(config, "workeroutput") else unused_rules(config)
+    if not unused:
+        return
+    failing = config.getoption("--mockserver-unused-rules") == "fail"
+    terminalreporter.write_sep("-", f"mockserver: {len(unused)} scenario rule(s) never fired", red=failing,
+                               yellow=not failing)
+    for name in unused:
+        terminalreporter.write_line(f"{name}: loaded, never fired in any test's sandbox")
+    if failing:
+        terminalreporter.write_line("mockserver: the session fails (--mockserver-unused-rules fail)")
 
 
 def _started(start, clock, image, network):
@@ -147,12 +205,16 @@ def _started(start, clock, image, network):
     return Client(local.url, owner=local)
 
 
+def sandbox_head(prefix, worker):
+    """What the names of a worker's sandboxes start with (before a '-')."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{prefix}{worker}")[:52]
+
+
 def sandbox_name(prefix, worker, nodeid):
     """A valid sandbox name (A-Z a-z 0-9 _ . -, at most 64) that is unique per prefix, worker and test."""
     readable = re.sub(r"[^A-Za-z0-9_.-]+", "-", nodeid.rsplit("::", 1)[-1]).strip("-")
     digest = hashlib.sha1(f"{prefix}|{worker}|{nodeid}".encode()).hexdigest()[:10]
-    head = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{prefix}{worker}")
-    return f"{head}-{readable}"[:64 - 11] + "-" + digest
+    return f"{sandbox_head(prefix, worker)}-{readable}"[:64 - 11] + "-" + digest
 
 
 @pytest.fixture

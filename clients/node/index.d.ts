@@ -216,6 +216,10 @@ export class MockServerClient {
   callRows(filters?: CallRowsFilters): Promise<{ total: number; newer: number; journal_total: number; dropped: number;
     last_id: number; results: Json[] }>;
   coverage(): Promise<Json>;
+  /** The scenario rules that never fired and the operations never called (of the sandbox, or of the mock). */
+  usage(options?: UsageOptions): Promise<UsageReport>;
+  /** Throws an AssertionError naming the rules that never fired; the report otherwise. */
+  assertRulesFired(options?: UsageOptions): Promise<UsageReport>;
   verify(options?: VerifyOptions): Promise<VerifyResult>;
   /** Throws an AssertionError whose message is the server's when the count does not hold. */
   assertCalled(options?: VerifyOptions): Promise<VerifyResult>;
@@ -325,6 +329,22 @@ export interface HarnessOptions extends SandboxOptions {
   keep?: boolean;
 }
 
+export interface UsageOptions {
+  /** sandbox (the handle's; the default) or mock (every sandbox whose name starts with prefix, gone ones too). */
+  scope?: 'sandbox' | 'mock';
+  prefix?: string;
+}
+
+export interface UsageReport {
+  scope: 'sandbox' | 'mock';
+  sandboxes: number;
+  rules: { total: number; fired: number; never_fired: string[];
+    results: { rule: string; scenario: string; matched: number; fired: number }[] };
+  operations: { total: number; called: number; never_called: string[]; calls: Record<string, number> };
+  journal_dropped: number;
+  [key: string]: any;
+}
+
 type MockLike = MockServerClient | Promise<MockServerClient> | (() => MockServerClient | Promise<MockServerClient>);
 
 /** node:test's `t` (t.after) or Vitest's test context (onTestFinished). */
@@ -340,6 +360,11 @@ export function useSandbox(context: TestContextLike, mock: MockLike, options?: H
 export function sandboxFor(mock: MockLike, hooks: { beforeEach: (fn: (...args: any[]) => any) => unknown;
   afterEach: (fn: (...args: any[]) => any) => unknown }, options?: HarnessOptions): MockServerClient & { readonly current: MockServerClient };
 export function sandboxName(testName?: string, options?: { prefix?: string }): string;
+/**
+ * At the end of a suite (node:test's after, Jest's or Vitest's afterAll): throw when a scenario rule loaded in the
+ * sandboxes of this prefix (env MOCKSERVER_SANDBOX_PREFIX) never fired in any of them.
+ */
+export function assertRulesUsed(mock: MockLike, options?: { prefix?: string }): Promise<UsageReport>;
 export function privateSnapshotName(sandbox: string, name: string): string;
 
 export function mergePacts(old: Json, fresh: Json): Json;

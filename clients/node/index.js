@@ -1,7 +1,7 @@
 // idp-mockserver-client: control client and per-test sandbox harness for the IDP mock server.
 export { MockServerClient, MockServerError, privateSnapshotName, SANDBOX_NAME } from './lib/client.js';
 export { connect, containerAvailable, freePort, startContainer, startLocal, startMock, waitForHealth } from './lib/start.js';
-export { JOURNAL_BODY_LIMIT, sandboxFor, sandboxName, useSandbox } from './lib/harness.js';
+export { assertRulesUsed, JOURNAL_BODY_LIMIT, sandboxFor, sandboxName, useSandbox } from './lib/harness.js';
 export { mergePacts, writeJson } from './lib/files.js';
 export { DEFAULT_TOKENS, Tokens, UnknownTokenError } from './lib/tokens.js';
 export { majorMinor, VERSION, versionMismatch } from './lib/version.js';

@@ -23,6 +23,7 @@ from mockserver.core.paths import without_api_prefix
 from mockserver.edge import bodies, faults, jsonbody, requestid
 from mockserver.edge.cors import SCOPE_KEY
 from mockserver.world.auth import Token, authenticate, authorize
+from mockserver.world.rules import AFTER_HANDLER, AFTER_VALIDATION, BEFORE_AUTH
 from mockserver.world.runtime import Context
 
 log = logging.getLogger("mockserver")
@@ -42,7 +43,7 @@ class ApiCall:
 
     __slots__ = ("method", "path", "raw_headers", "authorization", "content_type", "content_length", "content_encoding",
                  "operation", "query", "body", "token", "rule", "faults", "reply_headers", "call_id", "request_id",
-                 "started", "_headers", "sandbox")
+                 "started", "_headers", "sandbox", "ignored")
 
     def __init__(self, rt, scope, path):
         self.started = time.perf_counter()
@@ -61,9 +62,11 @@ class ApiCall:
                 length = value
             elif name == b"content-encoding":
                 encoding = value.decode("latin-1")
+            elif name == b"transfer-encoding" and length is None:
+                length = b"chunked"
         self.authorization, self.content_type, self._headers = authorization, content_type, None
         self.content_length, self.content_encoding = length, encoding
-        self.operation = self.body = self.rule = self.token = self.faults = None
+        self.operation = self.body = self.rule = self.token = self.faults = self.ignored = None
         self.query, self.reply_headers = {}, []
         self.call_id = rt.journal.reserve()
         self.request_id = requestid.request_id(sent_id)
@@ -85,17 +88,19 @@ class ApiCall:
         return b"\n".join([cut if name == b"authorization" else name + b": " + value
                             for name, value in self.raw_headers])
 
-    def journal(self, rt, status, payload, reply_headers=()):
-        """Record the call. Whatever it ended in, it is journaled: a body the journal cannot keep (which
-        would be a bug) is replaced by a note saying why, rather than losing the call."""
-        body = self.body
+    def journal(self, rt, status, payload, reply_headers=(), trace_id=None):
+        """Record the call (`trace_id`: its trace's, when tracing is on). Whatever it ended in, it is journaled: a
+        body the journal cannot keep (which would be a bug) is replaced by a note saying why, rather than losing
+        the call."""
+        body = self.body if self.ignored is None else self.ignored
         for attempt in range(2):
             try:
                 rt.journal.add(self.call_id, at=rt.clock.now(), method=self.method, path=self.path,
                                operation=self.operation, query=self.query, headers=self.journaled_headers(), body=body,
                                status=status, response=payload, duration=time.perf_counter() - self.started,
                                rule=self.rule, request_id=self.request_id, token=self.token and self.token.name,
-                               reply_headers=reply_headers, fault=", ".join(self.faults) if self.faults else None)
+                               reply_headers=reply_headers, fault=", ".join(self.faults) if self.faults else None,
+                               trace_id=trace_id)
                 return
             except Exception as error:
                 if attempt:
@@ -107,6 +112,9 @@ class ApiCall:
 class Pipeline:
     """The API's request path for one server: its settings, the compiled document, the access log, and what the
     self-check found (--self-check: replies that break the document)."""
+
+    record = staticmethod(ApiCall.journal)     # (call, rt, status, payload, reply_headers): a call journaled
+    handlers = HANDLERS                        # operationId -> handler (`trace` puts each in a span)
 
     def __init__(self, settings, spec, access_log=None):
         self.settings, self.spec, self.access_log = settings, spec, access_log
@@ -131,7 +139,7 @@ class Pipeline:
             status, payload = 503, ApiError(503, "the server is stopping: this request did not finish within "
                                                  "its shutdown timeout (--shutdown-timeout)").render()
         except Dropped:
-            call.journal(rt, 0, b"")
+            self.record(call, rt, 0, b"")
             self._log(scope, sandbox, 0, call)
             _close_connection(receive)
             return
@@ -155,7 +163,7 @@ class Pipeline:
                 if call.method == "HEAD":       # the server sent the head only: the journal keeps what was sent
                     payload = b""
         finally:                                # journaled even when the client went away meanwhile
-            call.journal(rt, status, payload, out)
+            self.record(call, rt, status, payload, out)
             self._log(scope, sandbox, status, call)
 
     async def answer(self, rt, call, scope, receive):
@@ -165,6 +173,8 @@ class Pipeline:
         operation = call.operation
         rt.pump()
         now = rt.clock.now()
+        scenarios = rt.scenarios.active         # no rule, no step: the common path pays one test
+        effects = await _scenario_step(rt, call, params, now, BEFORE_AUTH) if scenarios else {}
         call.token = authenticate(call.authorization, rt.tokens, now, self.settings.jwt_secret,
                                   rt.default_org, rt.store.organizations.rows)
         call.reply_headers = rt.limiter.spend(call.token, now)
@@ -173,23 +183,29 @@ class Pipeline:
         if operation.body is not None:          # refused from its headers first: no 100 Continue for a doomed body
             _check_body_head(call, self.settings.max_body)
             raw = await bodies.read_asgi(receive, self.settings.max_body)
+        elif call.content_length not in (None, b"0"):      # a body the operation takes none of: read, kept, ignored
+            call.ignored = _ignored(await bodies.read_asgi(receive, self.settings.max_body))
         if scope["query_string"]:
             call.query = dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
         values = self.validate(call, path_errors, raw)
-        effects, fired = {}, None
-        if rt.scenarios.active:
-            fired = rt.scenarios.evaluate(operation, call.method, call.path, call.token, call.headers, call.body,
-                                          now, lambda: rt.deployments.target(params))
-        if fired is not None:
-            call.rule, effects = fired.name, fired.effects
-            call.faults = faults.of(effects)
-            await _apply(rt, effects, call.token, now)
+        if scenarios and call.rule is None:
+            effects = await _scenario_step(rt, call, params, now, AFTER_VALIDATION)
         ctx = Context(rt, org=call.token.organization, token=call.token, params=params, query=values, body=call.body,
                       now=now, call_id=call.call_id, effects=effects)
-        result = HANDLERS[operation.operation_id](ctx)
+        result = self.handlers[operation.operation_id](ctx)
         if self.changed is not None and call.method not in READS:   # durable before its reply (sandboxes/changelog)
             await self.changed(change_of(call, now, effects))
+        if scenarios and call.rule is None:     # commit, then fail: the change stands, the rule replaces the reply
+            await _scenario_step(rt, call, params, now, AFTER_HANDLER)
         return result
+
+    def trace(self, tracer):
+        """Tracing on (edge/tracing.py): each call in a server span continuing the caller's trace, its validation,
+        handler and journaling in child spans. Set only then: with tracing off, the request path is as it was."""
+        self.api = tracer.serving(self.api)
+        self.validate = tracer.step("validate", self.validate)
+        self.handlers = tracer.handling(HANDLERS)
+        self.record = tracer.recording(ApiCall.journal)
 
     def redo(self, rt, change):
         """Run a change of the change log again (sandboxes/changelog.py): the handler of its operation, at the
@@ -246,13 +262,28 @@ class Pipeline:
         del self.violations[:-KEPT_VIOLATIONS]
 
 
+async def _scenario_step(rt, call, params, now, phase):
+    """The scenario rules of one phase: the first that fires acts (a status, a drop or a 429 ends the call here;
+    network faults shape its reply); the effects the handler gets ({} when none fired)."""
+    if not rt.scenarios.active:
+        return {}
+    fired = rt.scenarios.evaluate(call.operation, call.method, call.path, call.token, call.headers, call.body, now,
+                                  lambda: rt.deployments.target(params), phase)
+    if fired is None:
+        return {}
+    call.rule, effects = fired.name, fired.effects
+    call.faults = faults.of(effects)
+    await _apply(rt, effects, call.token, now)
+    return effects
+
+
 async def _apply(rt, effects, token, now):
     """Scenario effects that act on the reply itself (deployment effects reach the handler)."""
     if effects.get("latency"):
         await asyncio.sleep(effects["latency"])
     if effects.get("webhook_failures"):
         rt.webhooks.fail_next(effects["webhook_failures"], effects["rule"])
-    if effects.get("exhaust_rate_limit"):
+    if effects.get("exhaust_rate_limit") and token is not None:
         rt.limiter.exhaust(token, now)
         rt.limiter.spend(token, now)
     if effects.get("drop"):
@@ -289,6 +320,16 @@ def _check_body_head(call, limit):
         raise ApiError(415, f"request body must be JSON in UTF-8, not charset {charset[:40]}")
     if length is not None and length != b"0":   # a body is coming (a chunked one: _parse_body checks it)
         _check_json_media(media)
+
+
+def _ignored(raw):
+    """A body sent to an operation that takes none, as the journal keeps it: its JSON, else its text."""
+    if not raw:
+        return None
+    try:
+        return jsonbody.loads(raw)
+    except ApiError:
+        return raw.decode("utf-8", errors="replace")
 
 
 def _parse_body(raw, content_type, operation):

@@ -67,6 +67,15 @@ def redact_body(body, secret_value, fields=SECRET_FIELDS, containers=frozenset()
     return body
 
 
+def redact_text(body):
+    """Copy of a request body with every text in it masked, its shape, numbers and booleans kept."""
+    if isinstance(body, dict):
+        return {key: redact_text(item) for key, item in body.items()}
+    if isinstance(body, list):
+        return [redact_text(item) for item in body]
+    return REDACTED if isinstance(body, str) else body
+
+
 def _misshapen(value):
     """Not an object, nor a list of objects: not the shape of a field that holds secrets."""
     if isinstance(value, list):
@@ -174,12 +183,13 @@ class Journal:
         return ident
 
     def add(self, ident, *, at, method, path, operation, query, headers, body, status, response, duration, rule,
-            request_id=None, token=None, reply_headers=(), drift=None, fault=None):
+            request_id=None, token=None, reply_headers=(), drift=None, fault=None, trace_id=None):
         """Store one call. `operation` is the matched Operation or None; `response` the body bytes;
         `token` the name of the caller's token (None when the call was not authenticated); `headers` the
         request's, already redacted (`name: value` lines, a dict or byte pairs); `reply_headers` the (name, value)
         byte pairs sent; `drift` the findings of a call forwarded to the upstream; `fault` the network faults of a
-        scenario rule that shaped the reply (their names, comma-separated), None when it went out as made."""
+        scenario rule that shaped the reply (their names, comma-separated), None when it went out as made;
+        `trace_id` the id of the call's trace (32 hex digits), when tracing is on (edge/tracing.py)."""
         if body is not None and operation is not None:
             secret = "Secret" in operation.operation_id
             validator = operation.body
@@ -187,6 +197,8 @@ class Journal:
             containers = validator.secret_containers if validator is not None else frozenset()
             if not isinstance(body, dict) and (secret or (validator is not None and validator.holds_secrets)):
                 body = REDACTED                  # not the object asked for: whatever it is may be the secret
+            elif secret and status == 400:       # refused: a secret may have been pasted into any field
+                body = redact_text(body)
             elif secret or needs_redaction(body, fields, containers):
                 body = redact_body(body, secret, fields, containers)
         truncated = None
@@ -210,7 +222,7 @@ class Journal:
                     rule=rule, request_id=request_id, token=token, truncated=truncated, request=request,
                     response=response, reply_headers=b"\n".join(map(b": ".join, reply_headers)),
                     request_headers=header_lines(headers), drift=None if drift is None else orjson.dumps(drift),
-                    fault=fault)
+                    fault=fault, trace_id=trace_id)
         added = 0
         if len(self.entries) >= self.size:       # full: the oldest goes first (a journal of fewer than
             added -= self.entries.drop_oldest()  # BLOCK + KEEP calls then never packs)
@@ -262,14 +274,22 @@ class Journal:
         calls = self.entries.after(since) if isinstance(since, int) else self.entries
         return [call for call in calls if not mismatches(call, filters)]
 
-    def latest(self, filters, limit):
-        """The newest `limit` calls matching the filters, oldest first: read from the newest back, so the
-        cost follows what is asked for, not the length of the journal."""
+    def page(self, filters, after, size):
+        """One page of the calls matching the filters, by id, oldest first: those above the id `after` (None: from
+        the first), at most `size` of them; and how many match in all from there."""
+        calls = self.entries if after is None else self.entries.after(after)
+        found = sorted((call for call in calls if (after is None or call.id > after) and not mismatches(call, filters)),
+                       key=lambda call: call.id)
+        return found[:size], len(found)
+
+    def latest(self, filters, limit, after=None):
+        """The newest `limit` calls matching the filters (and above the id `after`), oldest first: read from the
+        newest back, so the cost follows what is asked for, not the length of the journal."""
         found: list[Call] = []
         for call in reversed(self.entries):
             if len(found) >= limit:
                 break
-            if not mismatches(call, filters):
+            if (after is None or call.id > after) and not mismatches(call, filters):
                 found.append(call)
         found.reverse()
         return found
@@ -294,6 +314,8 @@ class Journal:
         findings = call.findings()
         if findings is not None:
             out["drift"] = findings
+        if call.trace_id is not None:            # traced (edge/tracing.py): the trace beside the request id
+            out["trace_id"] = call.trace_id
         if call.truncated:
             out["truncated"] = {part: {"bytes": size, "kept": self.body_limit} for part, size in call.truncated.items()}
         return out

@@ -3,8 +3,10 @@
 import sys
 
 from mockserver.core.errors import ApiError, problems_of
+from mockserver.world import overlap
 from mockserver.world.fixtures import FixtureError, folder_problem
-from mockserver.world.scenarios import ScenarioError
+from mockserver.world.overlap import Entry
+from mockserver.world.scenarios import ScenarioError, shadow_text
 
 
 def token_problems(fixtures, folder):
@@ -47,20 +49,37 @@ def run_check(settings):
             fresh_world(settings, Clock("manual"), fixtures)
         except (FixtureError, ApiError, OSError) as error:
             problems += problems_of(error)
-    scenarios = Scenarios(spec, settings.seed, known)
-    for path in settings.scenarios:
-        try:
-            scenarios.load_file(path)
-        except (ScenarioError, OSError) as error:
-            problems += problems_of(error)
-        else:
-            for warning in scenarios.warnings:
-                print(f"mockserver check: scenario: {warning}", file=sys.stderr)
+    found, warnings = scenario_problems(Scenarios(spec, settings.seed, known), settings.scenarios)
+    problems += found
     for line in problems:
         print(f"mockserver check: {line}", file=sys.stderr)
+    for line in warnings:
+        print(f"mockserver check: scenario: {line}", file=sys.stderr)
+    counted = f"{len(warnings)} warning(s): rules that can never act" if warnings else ""
     if problems:
-        print(f"mockserver check: {len(problems)} problem(s)", file=sys.stderr)
+        print(f"mockserver check: {len(problems)} problem(s)" + (f", {counted}" if counted else ""), file=sys.stderr)
         return 1
     print(f"mockserver check: ok ({len(spec.operations)} operations, fixtures {settings.fixtures}, "
-          f"{len(settings.scenarios)} scenario file(s))")
+          f"{len(settings.scenarios)} scenario file(s)" + (f"; {counted}" if counted else "") + ")")
     return 0
+
+
+def scenario_problems(scenarios, paths):
+    """(problems, warnings) of the scenario files, every one of each file, then the rules of one file that a
+    rule of a file loaded before it shadows (the files are tried in the order given, as `serve` loads them)."""
+    problems, warnings, entries = [], [], []
+    for path in paths:
+        try:
+            name = scenarios.load_file(path)
+        except (ScenarioError, OSError) as error:
+            problems += problems_of(error)
+            continue
+        warnings += scenarios.warnings
+        raws = scenarios.active[name]["raw"]["rules"]
+        entries += [Entry(f"{path}:{line or '?'}", rule.name, line, raw)
+                    for rule, line, raw in zip(scenarios.active[name]["rules"], scenarios.lines, raws, strict=True)]
+    for later, earlier in overlap.shadowed(entries, scenarios.spec):
+        if later.label.rsplit(":", 1)[0] != earlier.label.rsplit(":", 1)[0]:     # within a file: said above
+            warnings.append(f"{later.label}: warning: {shadow_text(later, earlier)} (files are tried in the "
+                            "order given)")
+    return problems, warnings

@@ -1,4 +1,4 @@
-"""Command line: `mockserver serve`, `check`, `export`, `record`, `parity` and `mcp`.
+"""Command line: `mockserver serve`, `check`, `export`, `usage`, `record`, `parity` and `mcp`.
 
 Every option of `serve`, `check`, `record` and `parity` is a row of one table (OPTIONS): its flag, the environment
 variables that may set it (the container sets them there; the first one set wins, and the
@@ -141,6 +141,12 @@ class Option:
     metavar: str = None
     commands: tuple = ("serve",)      # an option of `serve` is one of `record` too
     name: str = None                  # where the value goes, when not the flag's name
+    helps: tuple = ()                 # (command, help) where a command's help says it otherwise
+    required: tuple = ()              # commands that need it (given here or by a variable): shown so in --help
+
+    def help_for(self, command):
+        """The help a command's --help shows: no command's help speaks of another command's options."""
+        return dict(self.helps).get(command, self.help)
 
     @property
     def dest(self):
@@ -171,7 +177,13 @@ def default_of(name):
 
 OPTIONS = (
     Option("--fixtures", ("MOCKSERVER_FIXTURES",), Path, "folder of fixture YAML files (default: the "
-           "embedded defaults; parity: of the mock it builds)", "DIR", ("serve", "check", "parity")),
+           "embedded defaults; parity: of the mock it builds)", "DIR", ("serve", "check", "parity"),
+           helps=(("serve", "folder of fixture YAML files (default: the embedded defaults)"),
+                  ("check", "folder of fixture YAML files (default: the embedded defaults)"),
+                  ("record", "folder of fixture YAML files: the world that answers what is not forwarded "
+                             "(default: the embedded defaults)"),
+                  ("parity", "folder of fixture YAML files of the mock it builds (default: the embedded "
+                             "defaults)"))),
     Option("--scenario", ("MOCKSERVER_SCENARIOS",), scenario_paths, "scenario file or folder of them to "
            "activate; repeatable (the variable: files or folders separated by ':')", "PATH", ("serve", "check")),
     Option("--seed", ("MOCKSERVER_SEED",), whole, "seed of generated ids and fake data (default 1)", "N",
@@ -265,7 +277,13 @@ OPTIONS = (
     # ---- the recording proxy (contract/proxy.py) and the parity run (contract/parity.py)
     Option("--upstream", ("MOCKSERVER_UPSTREAM",), url, "base URL of the real platform: API requests are "
            "forwarded there and recorded (record; serve too), or the flow runs there (parity)", "URL",
-           ("serve", "parity")),
+           ("serve", "parity"), required=("record", "parity"),
+           helps=(("serve", "base URL of the real platform: API requests are forwarded there and recorded, as "
+                            "mockserver record does"),
+                  ("record", "base URL of the real platform, required (or MOCKSERVER_UPSTREAM): API requests are "
+                             "forwarded there and recorded"),
+                  ("parity", "base URL of the real platform, required (or MOCKSERVER_UPSTREAM): the flow runs "
+                             "there"))),
     Option("--only", ("MOCKSERVER_ONLY",), globs, "forward only the API paths this glob matches (a path such "
            "as /application/*/status or an operation's template); repeatable; the rest is answered by the mock "
            "(the variable: globs separated by ',')", "GLOB", name="only"),
@@ -281,8 +299,8 @@ OPTIONS = (
     Option("--upstream-max-body", ("MOCKSERVER_UPSTREAM_MAX_BODY",), parse_size, "largest reply of the "
            "upstream, once unpacked (gzip, deflate) as on the wire; past it the caller gets a 502 (default 64MiB)",
            "SIZE"),
-    Option("--token", ("MOCKSERVER_UPSTREAM_TOKEN",), str, "API token for the platform (better in the "
-           "variable than on the command line; never printed)", "TOKEN", ("parity",)),
+    Option("--token", ("MOCKSERVER_UPSTREAM_TOKEN",), str, "API token for the platform, required (better in the "
+           "variable than on the command line; never printed)", "TOKEN", ("parity",), required=("parity",)),
     Option("--auth-scheme", ("MOCKSERVER_UPSTREAM_AUTH_SCHEME",), one_of("Token", "Bearer"), "scheme "
            "word the token is sent with (default Token)", "Token|Bearer", ("parity",)),
     Option("--flow", ("MOCKSERVER_PARITY_FLOW",), Path, "replay this HAR file or journal (GET /_mock/calls) "
@@ -332,7 +350,7 @@ def document_version():
     return match[1].strip() if match else "unknown"
 
 
-COMMANDS = ("serve", "check", "export", "record", "parity", "mcp")
+COMMANDS = ("serve", "check", "export", "usage", "record", "parity", "mcp")
 
 
 class UsageError(Exception):
@@ -344,10 +362,28 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, whose errors are one line and exit 2 (main) instead of the whole usage block."""
+    """argparse, whose errors are one line and exit 2 (main) instead of the whole usage block; the options a
+    command needs but may take from a variable (`needed`) are shown without brackets, as required."""
+
+    needed: tuple = ()
 
     def error(self, message):
         raise UsageError(message, self.prog)
+
+    def format_usage(self):
+        return self._as_required(super().format_usage)
+
+    def format_help(self):
+        return self._as_required(super().format_help)
+
+    def _as_required(self, write):
+        for action in self.needed:
+            action.required = True
+        try:
+            return write()
+        finally:
+            for action in self.needed:
+                action.required = False
 
 
 def usage_line(error, argv):
@@ -397,15 +433,18 @@ def command_parser(commands, name, text, description=None):
     sub = commands.add_parser(name, help=text, description=description or text, epilog=epilog(options),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     for option in options:
+        text = option.help_for(name)
         if option.read is flag:
-            sub.add_argument(option.flag, action=argparse.BooleanOptionalAction, default=None, help=option.help,
-                             dest=option.dest)
+            action = sub.add_argument(option.flag, action=argparse.BooleanOptionalAction, default=None, help=text,
+                                      dest=option.dest)
         elif option.flag in REPEATED:
-            sub.add_argument(option.flag, action="append", type=argument_type(option), default=None,
-                             metavar=option.metavar, help=option.help, dest=option.dest)
+            action = sub.add_argument(option.flag, action="append", type=argument_type(option), default=None,
+                                      metavar=option.metavar, help=text, dest=option.dest)
         else:
-            sub.add_argument(option.flag, type=argument_type(option), default=None, metavar=option.metavar,
-                             help=option.help, dest=option.dest)
+            action = sub.add_argument(option.flag, type=argument_type(option), default=None,
+                                      metavar=option.metavar, help=text, dest=option.dest)
+        if name in option.required:
+            sub.needed += (action,)
     return sub
 
 
@@ -423,6 +462,29 @@ def export_parser(commands):
                      help="token of the control API, when the mock requires one")
     sub.add_argument("-o", "--output", type=Path, help="file to write (default: standard output; a missing "
                                                        "folder is created)")
+
+
+def usage_parser(commands):
+    """`mockserver usage`: what a running mock's tests never used (GET /_mock/usage)."""
+    sub = commands.add_parser("usage", help="list the scenario rules a running mock's tests never fired and the "
+                                            "operations they never called",
+                              formatter_class=argparse.RawDescriptionHelpFormatter,
+                              description="Of every sandbox of a running mock (or of those whose name starts with "
+                                          "--prefix, or of one --sandbox), the sandboxes already deleted or reset "
+                                          "included: the scenario rules that never fired and the operations never "
+                                          "called. Exit 0; 1 with --fail-on-unused when a rule never fired; 2 when "
+                                          "the mock cannot be asked.",
+                              epilog="environment variables (an option given on the command line wins):\n"
+                                     "  MOCKSERVER_URL            --url\n  MOCKSERVER_CONTROL_TOKEN  --control-token")
+    sub.add_argument("--url", default=os.environ.get("MOCKSERVER_URL"), required=not os.environ.get("MOCKSERVER_URL"),
+                     help="base URL of the running mock (default: MOCKSERVER_URL)")
+    place = sub.add_mutually_exclusive_group()
+    place.add_argument("--prefix", default="", help="only the sandboxes whose name starts with this (a CI job id)")
+    place.add_argument("--sandbox", help="only this sandbox, as it is now")
+    sub.add_argument("--fail-on-unused", action="store_true", help="exit 1 when a scenario rule never fired")
+    sub.add_argument("--json", action="store_true", help="print the report as JSON instead of lines")
+    sub.add_argument("--control-token", default=os.environ.get("MOCKSERVER_CONTROL_TOKEN"),
+                     help="token of the control API, when the mock requires one")
 
 
 def mcp_parser(commands):
@@ -455,14 +517,16 @@ def parser():
     top = Parser(prog="mockserver", description=__doc__.split("\n")[0],
                                   formatter_class=argparse.RawDescriptionHelpFormatter,
                                   epilog=epilog(OPTIONS) + "\n\n`mockserver COMMAND --help` lists the options of "
-                                                           "serve, check, export, record, parity and mcp.")
+                                                           "serve, check, export, usage, record, parity and mcp.")
     top.add_argument("--version", action=_Version, help="print the package, API document and Python versions")
     commands = top.add_subparsers(dest="command", required=True)
     command_parser(commands, "serve", "run the mock server")
     check = command_parser(commands, "check", "check the document, fixtures and scenarios")
-    check.add_argument("folder", nargs="?", type=Path, metavar="DIR",
-                       help="the fixtures folder to check (the same as --fixtures DIR)")
+    check.add_argument("paths", nargs="*", type=Path, metavar="PATH",
+                       help="scenario files to check (the same as --scenario FILE), and at most one folder: the "
+                            "fixtures folder to check (the same as --fixtures DIR)")
     export_parser(commands)
+    usage_parser(commands)
     mcp_parser(commands)
     command_parser(commands, "record", "run the mock as a recording proxy in front of the real platform",
                    "Run the mock as a recording proxy: API requests go to --upstream with the caller's "
@@ -508,7 +572,13 @@ def settings_from(args):
             settings.scenarios = list(value)
         else:
             setattr(settings, option.dest, value)
-    folder = getattr(args, "folder", None)
+    paths = getattr(args, "paths", None) or []
+    folders = [path for path in paths if path.is_dir()]
+    settings.scenarios = [*settings.scenarios, *(str(path) for path in paths if not path.is_dir())]
+    if len(folders) > 1:
+        raise ValueError(f"check: {len(folders)} folders given ({', '.join(map(str, folders))}): give one fixtures "
+                         f"folder, and scenario files")
+    folder = folders[0] if folders else None
     if folder is not None:
         if args.fixtures is not None and args.fixtures != folder:
             raise ValueError(f"check: two fixtures folders, {folder} and --fixtures {args.fixtures}: give one")
@@ -542,6 +612,8 @@ def main(argv=None):
     try:
         if args.command == "export":
             return export(args)
+        if args.command == "usage":
+            return usage(args)
         if args.command == "mcp":
             from mockserver.cli.mcp import run as run_mcp
             return run_mcp(args)
@@ -561,7 +633,16 @@ def main(argv=None):
         return run_check(settings)
     if argv is None:                           # the process's own command line: it may restart itself
         use_allocator(settings.allocator)
-    return serve(settings)
+    return serve(settings, variables={"host": set_by_variable("--host", args), "port": set_by_variable("--port", args)})
+
+
+def set_by_variable(flag, args):
+    """The environment variable that set an option (PORT, UVICORN_HOST ...), None when the command line or the
+    default did: the mock names it where it says where it listens."""
+    option = next(option for option in OPTIONS if option.flag == flag)
+    if getattr(args, option.dest, None) is not None:
+        return None
+    return next((name for name in option.env if os.environ.get(name)), None)
 
 
 def use_allocator(wanted):
@@ -614,6 +695,49 @@ def export(args):
     return 0
 
 
+def usage(args):
+    """GET /_mock/usage of a running mock, as lines (or JSON); exit 1 with --fail-on-unused when a rule never
+    fired, 2 when the mock cannot be asked."""
+    import json
+
+    import httpx
+    root = args.url.rstrip("/")
+    url = f"{root}/_mock/usage"
+    params = {} if args.sandbox else {"scope": "mock", "prefix": args.prefix}
+    headers = {"X-Mock-Sandbox": args.sandbox} if args.sandbox else {}
+    if args.control_token:
+        headers["Authorization"] = f"Bearer {args.control_token}"
+    try:
+        reply = httpx.get(url, params=params, headers=headers, timeout=30)
+    except httpx.HTTPError as error:
+        print(f"mockserver usage: cannot reach {url}: {error or type(error).__name__}", file=sys.stderr)
+        return 2
+    if reply.status_code != 200:
+        try:
+            message = reply.json().get("message", "")
+        except ValueError:
+            message = reply.text.strip()[:200]
+        print(f"mockserver usage: {url} answered {reply.status_code} {message}".rstrip(), file=sys.stderr)
+        return 2
+    report = reply.json()
+    print(json.dumps(report, indent=2) if args.json else "\n".join(usage_lines(report, args)))
+    return 1 if args.fail_on_unused and report["rules"]["never_fired"] else 0
+
+
+def usage_lines(report, args):
+    """The report in a few lines: what it counted, the rules never fired, the operations never called."""
+    rules, operations = report["rules"], report["operations"]
+    counted = (f"sandbox {args.sandbox}" if args.sandbox else
+               f"{report['sandboxes']} sandbox world(s)" + (f" named {args.prefix}*" if args.prefix else ""))
+    lines = [f"mockserver usage of {counted}: {rules['fired']} of {rules['total']} scenario rule(s) fired, "
+             f"{operations['called']} of {operations['total']} operation(s) called"]
+    lines += [f"  rule never fired: {name}" for name in rules["never_fired"]]
+    lines += [f"  operation never called: {name}" for name in operations["never_called"]]
+    if report.get("journal_dropped"):
+        lines.append(f"  ({report['journal_dropped']} call(s) no longer in a journal were not counted)")
+    return lines
+
+
 def guarded_protocol(settings):
     """uvicorn's protocol with the limits below HTTP (process/connections.py); the open-file limit raised first, and
     --max-connections lowered (and said so) when that limit cannot hold them."""
@@ -631,9 +755,12 @@ def _public(address):
     return re.sub(r"//[^/@]*@", "//", address)
 
 
-def serve(settings):
+def serve(settings, variables=None):
     """Run the mock: exit 0 after a stop (Ctrl-C, SIGTERM), 1 when the last save of the state file failed or a
-    recording's HAR file or fixtures could not be written, 2 when it cannot start (one line per problem)."""
+    recording's HAR file or fixtures could not be written, 2 when it cannot start (one line per problem).
+    `variables`: the environment variables that set the host and the port, if any: named at the start, and when
+    the port is busy."""
+    variables = variables or {}
     from mockserver.app import MockServer
     from mockserver.core.errors import problems_of
     from mockserver.world.fixtures import folder_problem
@@ -647,10 +774,15 @@ def serve(settings):
         for line in problems_of(error):
             print(f"mockserver: {line}", file=sys.stderr)
         return 2
+    if settings.har and not Path(settings.har).parent.is_dir():       # a mistyped folder is not made
+        print(f"mockserver: --har {settings.har}: the folder {Path(settings.har).parent} does not exist: make it "
+              "first, or give a file in a folder that exists", file=sys.stderr)
+        return 2
     try:                                       # after the world: its problems are named whatever the port
         listener = listen(settings.host, settings.port)
     except OSError as error:
-        print(f"mockserver: {cannot_listen(settings.host, settings.port, error)}", file=sys.stderr)
+        print(f"mockserver: {cannot_listen(settings.host, settings.port, error, variables.get('port'))}",
+              file=sys.stderr)
         return 2
     import uvicorn
 
@@ -664,7 +796,8 @@ def serve(settings):
                             access_log=False, lifespan="on", http=guarded_protocol(settings), ws="none",
                             loop="uvloop", timeout_graceful_shutdown=settings.shutdown_timeout, proxy_headers=False,
                             server_header=False, date_header=not settings.upstream)
-    print("\n".join(start_lines(settings, server, listener.getsockname()[1])), file=sys.stderr, flush=True)
+    print("\n".join(start_lines(settings, server, listener.getsockname()[1], variables)), file=sys.stderr,
+          flush=True)
     for number in (signal.SIGINT, signal.SIGTERM):
         # uvicorn stops gracefully on these, then sends the signal again to whatever handled it before:
         # noted here, so that the exit status says how the stop went instead of a traceback or a signal
@@ -692,12 +825,13 @@ def listen(host, port):
     return listener
 
 
-def cannot_listen(host, port, error):
-    """Why the mock cannot listen on host:port, with what to do about it."""
+def cannot_listen(host, port, error, port_from=None):
+    """Why the mock cannot listen on host:port, with what to do about it (and the variable that chose the port)."""
     where = f"{host}:{port}"
     if error.errno == errno.EADDRINUSE:
-        return (f"port {port} is already in use on {host} (another mockserver, or another server?): stop it, "
-                f"or choose another port with --port N (MOCKSERVER_PORT=N); --port 0 picks a free one")
+        source = f" (from {port_from}={port})" if port_from else ""
+        return (f"port {port}{source} is already in use on {host} (another mockserver, or another server?): stop "
+                f"it, or choose another port with --port N (MOCKSERVER_PORT=N); --port 0 picks a free one")
     if error.errno == errno.EACCES:
         return f"not allowed to listen on {where} (ports below 1024 need privileges): choose --port 8080 or above"
     if error.errno == errno.EADDRNOTAVAIL:
@@ -705,8 +839,11 @@ def cannot_listen(host, port, error):
     return f"cannot listen on {where}: {error.strerror or error}"
 
 
-def start_lines(settings, server, port):
-    """What the mock says when it starts: where it listens, the world it serves, and where to look."""
+def start_lines(settings, server, port, variables=None):
+    """What the mock says when it starts: where it listens (and the variables that chose the address and the port),
+    the world it serves, and where to look."""
+    chosen = [f"{what} from {name}" for what, name in (("address", (variables or {}).get("host")),
+                                                       ("port", (variables or {}).get("port"))) if name]
     host = settings.host
     shown = "127.0.0.1" if host in ("0.0.0.0", "") else "[::1]" if host == "::" else (
         f"[{host}]" if ":" in host else host)
@@ -714,7 +851,8 @@ def start_lines(settings, server, port):
     everywhere = " (every address)" if shown != host and f"[{host}]" != shown else ""
     lines = [f"mockserver {__version__} on {base}{everywhere}: clock {settings.clock}, "
              f"{len(server.scenarios.active)} scenario(s), at most {settings.max_sandboxes} sandboxes"
-             + (f", forwarding to {_public(settings.upstream)}" if settings.upstream else "")]
+             + (f", forwarding to {_public(settings.upstream)}" if settings.upstream else "")
+             + (f" ({', '.join(chosen)})" if chosen else "")]
     loaded = server.loaded
     if loaded["from"] == "state file":
         saved = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(loaded["saved_at"]))
@@ -726,6 +864,8 @@ def start_lines(settings, server, port):
                      + (f" (--fresh: the state file was kept as {loaded['set_aside']})" if loaded.get("set_aside")
                         else "")
                      + (f"; saved to {settings.state_file}" if settings.state_file else ""))
+    if server.tracer is not None:
+        lines.append(f"  tracing      {server.tracer.summary}")
     lines += [f"  start here   {base}/", f"  inspector    {base}/_mock/ui", f"  API document {base}/openapi.json",
               f"  control API  {base}/_mock/openapi.json"]
     return lines

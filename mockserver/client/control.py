@@ -150,7 +150,13 @@ class Client:
 
     # ---------------------------------------------------------------- the journal
     def calls(self, limit=None, **filters):
-        return self._control("GET", "/calls", params=_given(limit=limit, **filters))["results"]
+        """The matching calls, oldest first: all of them (page after page), or the newest `limit`."""
+        page = self._control("GET", "/calls", params=_given(limit=limit, **filters))
+        found = page["results"]
+        while limit is None and page.get("more"):
+            page = self._control("GET", "/calls", params=_given(after=page["next_after"], **filters))
+            found += page["results"]
+        return found
 
     def clear_calls(self):
         self._control("DELETE", "/calls")
@@ -164,6 +170,19 @@ class Client:
 
     def coverage(self):
         return self._control("GET", "/calls/coverage")
+
+    def usage(self, scope=None, prefix=None):
+        """The scenario rules that never fired and the operations never called: of this handle's sandbox, or with
+        `scope="mock"` of every sandbox whose name starts with `prefix` (those gone included)."""
+        return self._control("GET", "/usage", params=_given(scope=scope, prefix=prefix))
+
+    def assert_rules_fired(self, scope=None, prefix=None):
+        """Fail (AssertionError, one line) when a scenario rule never fired; the usage report otherwise."""
+        report = self.usage(scope=scope, prefix=prefix)
+        unused = report["rules"]["never_fired"]
+        if unused:
+            raise AssertionError(f"mockserver: {len(unused)} scenario rule(s) never fired: {', '.join(unused)}")
+        return report
 
     def verify(self, times=None, at_least=None, at_most=None, count=None, **filters):
         """Did calls matching the filters happen `times` (or `count`) times, at least or at most so often? The
@@ -225,9 +244,13 @@ class Client:
 
     # ---------------------------------------------------------------- scenarios
     def scenario(self, name, document):
-        """Activate a scenario from YAML text or a dict, under `name` (a dict's own name may be left out)."""
+        """Activate a scenario from YAML text or a dict, under `name` (a dict's own name may be left out). The same
+        name again replaces it: a scenario is active once. A dict that names itself otherwise is refused."""
         if isinstance(document, dict):
-            document = json.dumps({"name": name, **document})
+            if document.get("name", name) != name:
+                raise ValueError(f"scenario {name!r}: the document names itself {document['name']!r}; give one "
+                                 "name (or leave the document's out)")
+            document = json.dumps({**document, "name": name})
         return self._control("PUT", f"/scenarios/{name}", content=document.encode(),
                              headers={"Content-Type": "application/yaml"})
 

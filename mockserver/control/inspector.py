@@ -5,7 +5,8 @@ the control API with URLs relative to its own location, so under a sandbox prefi
 that sandbox. The routes here give it what the rest of the control API does not:
 
     GET  /_mock/ui, /_mock/ui/{file}   the page and its two assets
-    GET  /_mock/calls/rows             journal rows without bodies, filtered and paged, newest first
+    GET  /_mock/calls/rows             journal rows without bodies, filtered and paged, newest first (with a
+                                       reply's network fault and a forwarded call's drift count)
     GET  /_mock/calls/{id}             one journal entry in full
     GET  /_mock/deployments            every deployment request on the mock's clock, by environment
     GET  /_mock/state/tree             organization -> projects -> environments -> services, and
@@ -60,9 +61,18 @@ def whole_number(params, name, default=None, most=None):
 
 
 def row(call):
+    """A call as a row: `fault` names the network faults its reply was sent with (a cut reply: its status was
+    sent, its body was not whole), `drift` the findings of a forwarded call (None: the mock answered it)."""
+    findings = call.findings()
     return {"id": call.id, "time": iso(call.at), "method": call.method, "path": call.path,
             "operation": call.operation_id, "status": call.status,
-            "duration_ms": round(call.duration * 1000, 3), "token": call.token, "scenario_rule": call.rule}
+            "duration_ms": round(call.duration * 1000, 3), "token": call.token, "scenario_rule": call.rule,
+            "fault": call.fault, "drift": None if findings is None else len(findings)}
+
+
+def drifted(call):
+    """A forwarded call whose exchange disagreed with the document (the drift filter)."""
+    return call.drift is not None and call.drift != b"[]"
 
 
 def contains(call, needle):
@@ -182,10 +192,13 @@ async def asset(request):
 async def call_rows(request):
     """Rows of the journal (no headers or bodies), newest first: `before`/`since` page by call id."""
     params = request.query_params
-    unknown = set(params) - set(ROW_FILTERS) - {"text", "before", "since", "limit"}
+    unknown = set(params) - set(ROW_FILTERS) - {"text", "before", "since", "limit", "drift"}
     if unknown:
         raise ApiError(400, f"unknown parameter(s) {', '.join(sorted(unknown))}; use "
-                            f"{', '.join(ROW_FILTERS)}, text, before, since, limit")
+                            f"{', '.join(ROW_FILTERS)}, text, drift, before, since, limit")
+    if params.get("drift") not in (None, "", "true"):
+        raise ApiError(400, f"query.drift: {params['drift'][:80]!r}: only true (the forwarded calls with drift)")
+    drift = params.get("drift") == "true"
     wanted = {name: params[name] for name in ROW_FILTERS if params.get(name)}
     problems = filter_problems(wanted, request.app.state.server.spec.operations)   # as /_mock/calls checks them
     if problems:
@@ -197,7 +210,7 @@ async def call_rows(request):
     journal = runtime_of(request).journal
     matching = [call for call in journal.entries.after(since)      # a poll reads the newest blocks only
                 if call.id > since and not (wanted and mismatches(call, wanted))
-                and not (needle and not contains(call, needle))]
+                and not (needle and not contains(call, needle)) and not (drift and not drifted(call))]
     end = len(matching) if before is None else bisect_left(matching, before, key=lambda call: call.id)
     shown = matching[max(0, end - limit):end] if limit else []
     return reply({"total": len(matching), "newer": len(matching) - end, "journal_total": len(journal.entries),

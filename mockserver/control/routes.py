@@ -20,7 +20,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.routing import Route
 
-from mockserver.calls.coverage import coverage
+from mockserver.calls.coverage import Retired, coverage, merged, tally, usage
 from mockserver.calls.journal import FILTERS, filter_problems, mismatches
 from mockserver.contract import provider
 from mockserver.control import inspector
@@ -39,7 +39,7 @@ from mockserver.world.export import export_fixtures
 from mockserver.world.frozen import Snapshot, freeze
 from mockserver.world.scenarios import ScenarioError, schema_document
 
-COUNTS = ("count", "at_least", "at_most")
+COUNTS = ("count", "times", "at_least", "at_most")     # times: another name of count (the Python client's)
 
 
 # ------------------------------------------------------------ what a route reads from its request
@@ -118,6 +118,8 @@ async def health(request):
             "uptime_seconds": round(time.time() - mock.started, 3), "memory": memory,
             "started_from": {**mock.loaded, "saved_at": iso(mock.loaded["saved_at"])} if "saved_at" in mock.loaded
             else mock.loaded}
+    if mock.settings.upstream:                 # a recording proxy: "all" API paths forwarded, or "some"
+        body["forwards"] = "some" if mock.settings.only or mock.settings.excluded else "all"
     if mock.settings.self_check:               # replies that broke the document (--self-check)
         body["self_check"] = {"violations": mock.pipeline.violation_count, "newest": mock.pipeline.violations[-5:]}
     if mock.saver is not None:
@@ -130,6 +132,7 @@ async def health(request):
 
 async def reset(request):
     body = shaped(await json_body(request, required=False), scenarios=bool)
+    retire(request, sandbox(request))
     rt = server(request).reset_sandbox(sandbox(request), scenarios=bool(body.get("scenarios")))
     return reply({"reset": True, "sandbox": sandbox(request).name, "scenarios": sorted(rt.scenarios.active)})
 
@@ -190,16 +193,46 @@ def filters(request, params):
     return out
 
 
+PAGE = 500                                  # calls in one reply of GET /_mock/calls without a limit
+PAGE_BYTES = 8 * 1024 * 1024                # and the bytes of its results, whatever the limit: `more` says the rest
+
+
 async def calls(request):
+    """The matching calls a page at a time: without `limit`, the first PAGE by id from `after` (the cursor the
+    previous page gave as `next_after`); with it, the newest `limit`. Either way the results stop at PAGE_BYTES."""
     rt = world(request)
     journal = rt.journal
-    wanted = filters(request, dict(request.query_params))
-    limit = request.query_params.get("limit")
-    if limit is not None and not limit.isdigit():
-        raise ApiError(400, "query.limit: must be a whole number")
-    found = journal.select(wanted) if limit is None else journal.latest(wanted, int(limit))
-    return reply({"total": len(found), "dropped": journal.dropped, "journal_size": journal.size,
-                  "results": [journal.render(call, rt.webhooks.caused_by(call.id)) for call in found]})
+    params = dict(request.query_params)
+    after, limit = whole(params.pop("after", None), "after"), whole(params.get("limit"), "limit")
+    wanted = filters(request, params)
+    if limit is None:
+        found, total = journal.page(wanted, after, PAGE)
+    else:
+        found = journal.latest(wanted, limit, after)
+        total = len(found)
+    results, size = [], 0
+    for call in found if limit is None else reversed(found):     # a limit keeps the newest when bytes run out
+        rendered = journal.render(call, rt.webhooks.caused_by(call.id))
+        size += len(orjson.dumps(rendered))
+        if results and size > PAGE_BYTES:
+            break
+        results.append(rendered)
+    if limit is not None:
+        results.reverse()
+    body = {"total": total, "dropped": journal.dropped, "journal_size": journal.size, "results": results,
+            "more": len(results) < total}
+    if body["more"] and limit is None:
+        body["next_after"] = results[-1]["id"]
+    return reply(body)
+
+
+def whole(text, name):
+    """A query parameter that is a whole number, or None when absent; a 400 naming it otherwise."""
+    if text is None:
+        return None
+    if not text.isdigit() or len(text) > 18:
+        raise ApiError(400, f"query.{name}: must be a whole number")
+    return int(text)
 
 
 async def export_calls(request):
@@ -228,6 +261,51 @@ async def calls_coverage(request):
     return reply(coverage(world(request).journal, server(request).spec.operations))
 
 
+# ------------------------------------------------------------ usage: what a suite never used
+def world_tally(request, rt):
+    active = rt.scenarios
+    return tally(rt.journal, server(request).spec.operations, [active.describe(name) for name in active.active])
+
+
+def box_tally(request, box):
+    """A live sandbox's tally; one that slept is woken to be counted and put back to sleep (memory stays flat)."""
+    asleep = box.asleep
+    counted = world_tally(request, box.rt)
+    if asleep:
+        box.sleep()
+    return counted
+
+
+def retire(request, box):
+    """What a sandbox's world used, noted before the world goes (deleted, replaced, reset, restored): the
+    mock-wide usage still counts it."""
+    if box is not None:
+        request.app.state.retired.add(box.name, world_tally(request, box.rt))
+
+
+async def get_usage(request):
+    """The rules that never fired and the operations never called: of the request's sandbox, or with
+    `scope=mock` of every sandbox (those whose name starts with `prefix`), gone ones included."""
+    params = dict(request.query_params)
+    unknown = set(params) - {"scope", "prefix"}
+    if unknown:
+        raise ApiError(400, f"unknown query parameter(s) {', '.join(sorted(unknown))}; use scope, prefix")
+    scope, prefix = params.get("scope", "sandbox"), params.get("prefix")
+    if scope not in ("sandbox", "mock"):
+        raise ApiError(400, f"query.scope: {scope[:80]!r} is not one of sandbox, mock")
+    operations = server(request).spec.operations
+    if scope == "sandbox":
+        if prefix is not None:
+            raise ApiError(400, "query.prefix: names the sandboxes of scope=mock; a sandbox's usage takes none")
+        return reply({"scope": scope, "sandbox": sandbox(request).name,
+                      **usage(world_tally(request, world(request)), operations)})
+    prefix = prefix or ""
+    retired = request.app.state.retired
+    live = [box_tally(request, box) for box in server(request).sandboxes if box.name.startswith(prefix)]
+    return reply({"scope": scope, "prefix": prefix, **usage(merged(live + retired.named(prefix)), operations),
+                  "forgotten_sandboxes": retired.forgotten})
+
+
 async def clear_calls(request):
     world(request).journal.clear()
     return no_content()
@@ -235,7 +313,7 @@ async def clear_calls(request):
 
 def expectation(body):
     """The counts a verify asks for (at least one matching call when it names none)."""
-    expect = {name: body[name] for name in COUNTS if name in body} or {"at_least": 1}
+    expect = {"count" if name == "times" else name: body[name] for name in COUNTS if name in body} or {"at_least": 1}
     for name, value in expect.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ApiError(400, f"body.{name}: must be a whole number >= 0")
@@ -294,7 +372,7 @@ async def put_scenario(request):
     try:
         await active.load_text_aside(text, f"PUT /_mock/scenarios/{name}", name=name)
     except ScenarioError as error:
-        raise ApiError(400, str(error)) from None
+        raise ApiError(400, str(error), error.details()) from None
     except RecursionError:
         raise jsonbody.too_deep("body") from None
     return reply({**active.describe(name), "warnings": active.warnings})
@@ -311,11 +389,11 @@ async def deliveries(request):
 def token_request(rt, body):
     """(scopes, organization, ttl seconds or None) of a token request, or a 400."""
     scopes = body.get("scopes", ["Admin"])
-    if not isinstance(scopes, list) or not scopes or any(s not in GRANTS for s in scopes):
+    if not isinstance(scopes, list) or not scopes or any(not isinstance(s, str) or s not in GRANTS for s in scopes):
         raise ApiError(400, f"body.scopes: a non-empty list of {', '.join(GRANTS)}")
     org = body.get("organization", rt.default_org)
-    if rt.store.organizations.find(org) is None:
-        raise ApiError(400, f"body.organization: unknown organization {org}")
+    if not isinstance(org, str) or rt.store.organizations.find(org) is None:
+        raise ApiError(400, f"body.organization: unknown organization {str(org)[:80]}")
     ttl = body.get("ttl_seconds")
     if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 < ttl <= MAX_SECONDS):
         raise ApiError(400, f"body.ttl_seconds: a number of seconds > 0 and <= {MAX_SECONDS}")
@@ -352,6 +430,7 @@ async def drop_sandboxes(request):
     """Every sandbox but `default` deleted, and `default` reset: the server as it started."""
     mock = server(request)
     for box in mock.sandboxes:
+        retire(request, box)
         if box.name != DEFAULT:
             mock.sandboxes.delete(box.name)
     mock.reset_sandbox(mock.sandboxes.get_quietly(DEFAULT), scenarios=True)
@@ -369,6 +448,7 @@ async def delete_sandbox(request):
     if set(params) - {"snapshots"} or params.get("snapshots", "keep") not in ("keep", "delete"):
         raise ApiError(400, "query: only snapshots=keep (the default: its shared snapshots stay) or "
                             "snapshots=delete (every snapshot saved from the sandbox goes with it)")
+    retire(request, mock.sandboxes.live.get(name))
     if mock.sandboxes.delete(name) is None:
         raise ApiError(404, f"sandbox {name} not found")
     if params.get("snapshots") == "delete":
@@ -383,6 +463,7 @@ async def put_sandbox(request):
     fixtures = None
     if "fixtures" in chosen:                   # files are read in a thread: the event loop never waits on a disk
         fixtures = await asyncio.to_thread(options.read_folder, chosen["fixtures"], server(request).spec)
+    retire(request, boxes.live.get(name))
     box = boxes.create(name, chosen, replace=True, fixtures=fixtures)
     return reply(box.describe(), 200 if existed else 201)
 
@@ -390,6 +471,7 @@ async def put_sandbox(request):
 async def reset_named_sandbox(request):
     box = server(request).sandboxes.find(check_name(request.path_params["name"]))
     body = shaped(await json_body(request, required=False), scenarios=bool)
+    retire(request, box)
     server(request).reset_sandbox(box, scenarios=bool(body.get("scenarios")))
     return reply(box.describe())
 
@@ -441,6 +523,9 @@ async def delete_snapshot(request):
 
 async def restore_snapshot(request):
     name, box = request.path_params["name"], sandbox(request)
+    if name != "fixtures" and name not in server(request).snapshots:
+        raise ApiError(404, f"snapshot {name} not found")
+    retire(request, box)
     rt = server(request).restore_snapshot(box, name)
     return reply({"restored": name, "sandbox": box.name, "clock": rt.clock.describe(),
                   "resources": sum(rt.store.count().values())})
@@ -495,6 +580,7 @@ ROUTES = [
     route("/_mock/calls", GET=calls, DELETE=clear_calls),
     route("/_mock/calls/verify", POST=verify),
     route("/_mock/calls/coverage", GET=calls_coverage),
+    route("/_mock/usage", GET=get_usage),
     route("/_mock/calls/export", GET=export_calls),
     route("/_mock/provider-states", POST=provider_states),
     route("/_mock/calls/rows", GET=inspector.call_rows),
@@ -524,4 +610,5 @@ def control_app(mock):
     app = Starlette(routes=ROUTES, exception_handlers={ApiError: api_error, HTTPException: http_error,
                                                        ClientDisconnect: client_gone, Exception: internal_error})
     app.state.server = mock
+    app.state.retired = Retired()            # what sandboxes gone used (GET /_mock/usage?scope=mock)
     return app

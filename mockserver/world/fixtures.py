@@ -8,9 +8,13 @@ regular files are read (a FIFO or a device would block or never end), at most 64
 whole folder, each document within the bounds of core/yamlbound.py (depth), and the folder's
 documents together expanding to at most 64 MiB and 100,000 nodes added by aliases.
 `api/replay.py` then creates the records through the same handlers as API calls, so
-the platform's rules (unique names, registry kinds, variable scopes) hold.
+the platform's rules (unique names, registry kinds, variable scopes) hold. A problem names its file, the line
+of the record it is about and that record; a record that refers to another the fixtures do not hold (an
+environment's cluster, a service's container registry) is reported before any record is created, at the
+record that refers, with the ones it may have meant.
 """
 
+import difflib
 import os
 import stat
 from datetime import datetime
@@ -91,11 +95,14 @@ def read_fixtures(folder, spec):
         problems.add(f"{folder}: no *.yaml fixture files", folder, "no *.yaml fixture files")
     budget = FIXTURE_BYTES
     expansion = yamlbound.Expansion(FIXTURE_BYTES, what="a fixtures folder's files together")
+    places: dict = {}                           # id of a record's dict (and a key of it) -> "file:line"
     for path in files:
         try:
             text = _read_file(path, budget)
             budget -= len(text)
-            raw = yamlbound.load(text, max_bytes=FIXTURE_BYTES, expansion=expansion) or {}
+            node, raw = yamlbound.compose(text, max_bytes=FIXTURE_BYTES, expansion=expansion)
+            _place(node, raw, path, places)
+            raw = raw or {}
         except _Unreadable as error:
             problems.add(f"{path}: {error}", path.name, str(error))
             continue
@@ -108,8 +115,12 @@ def read_fixtures(folder, spec):
             problems.add(f"{path}:{line}: not valid YAML: {getattr(error, 'problem', error)}", path.name,
                          f"not valid YAML (line {line})")
             continue
-        _take(raw, path, spec, data, problems)
+        _take(raw, path, spec, data, problems, places)
     data["organizations"] = _merge_organizations(data["organizations"], problems)
+    if not problems.full:                       # records of the right shape: what they refer to
+        for record, key, problem in reference_problems(data["organizations"]):
+            where = places.get((id(record), key)) or places.get(id(record), folder)
+            problems.add(f"{where}: {problem}", "fixtures", "a record refers to one the fixtures do not hold")
     if problems.full:
         raise problems.error()
     return data
@@ -132,7 +143,58 @@ def _read_file(path, budget):
     return data
 
 
-def _take(raw, path, spec, data, problems):
+def _place(node, value, path, places):
+    """Note "file:line" of every mapping of a document and of each of its keys (by the id of the dict it was built
+    into)."""
+    if isinstance(node, yaml.MappingNode) and isinstance(value, dict):
+        places.setdefault(id(value), f"{path}:{node.start_mark.line + 1}")
+        for key, child in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.value in value:
+                places.setdefault((id(value), key.value), f"{path}:{key.start_mark.line + 1}")
+                _place(child, value[key.value], path, places)
+    elif isinstance(node, yaml.SequenceNode) and isinstance(value, list):
+        for child, item in zip(node.value, value, strict=False):
+            _place(child, item, path, places)
+
+
+def reference_problems(organizations):
+    """(record, key, problem) for each record that refers to a cluster or a container registry its organization does
+    not hold: the replay would refuse it with a bare "not found"."""
+    for org in organizations:
+        if not isinstance(org, dict):
+            continue
+        clusters = {c.get("id"): c.get("name") for c in org.get("clusters", []) if isinstance(c, dict)}
+        registries = {r.get("id"): r.get("name") for r in org.get("container_registries", []) if isinstance(r, dict)}
+        for env, where in _environments(org):
+            for key in ("cluster_id", "cluster"):
+                if key in env and env[key] not in clusters:
+                    yield env, key, _dangling(f"{where}: {key}", env[key], "cluster", org, clusters)
+            for kind in SERVICE_KINDS:
+                for service in env.get(kind.plural, []):
+                    image = service.get("image") if isinstance(service.get("image"), dict) else {}
+                    for holder in (service, image):
+                        ident = holder.get("registry_id")
+                        if ident is not None and ident not in registries:
+                            yield holder, "registry_id", _dangling(
+                                f"{where} {kind.plural[:-1]} {service.get('name')}: registry_id", ident,
+                                "container registry", org, registries)
+
+
+def _environments(org):
+    for project in org.get("projects", []):
+        for env in project.get("environments", []):
+            yield env, f"organization {org.get('name')} project {project.get('name')} environment {env.get('name')}"
+
+
+def _dangling(where, ident, noun, org, held):
+    near = difflib.get_close_matches(str(ident), [str(key) for key in held if key], n=1, cutoff=0.6)
+    meant = f" (did you mean {near[0]} ({held[near[0]]})?)" if near else ""
+    listed = ", ".join(f"{name} ({key or 'no id'})" for key, name in held.items()) or "none"
+    return (f"{where} {ident!r}: {noun} {ident} not found: organization {org.get('name')} holds no such {noun}"
+            f"{meant}; it holds: {listed}")
+
+
+def _take(raw, path, spec, data, problems, places):
     """One file's document into `data`: organizations and tokens checked and added, rate_limit read."""
     if not isinstance(raw, dict):
         problems.add(f"{path}: top level must be a mapping", path.name, "top level must be a mapping")
@@ -149,7 +211,7 @@ def _take(raw, path, spec, data, problems):
                     item_problems = ["has a part of the wrong shape (a list, a mapping or a value misplaced)"]
                 name = item.get("name", "?") if isinstance(item, dict) else "?"
                 for problem in item_problems:
-                    problems.add(f"{path}: {key}[{name}] {problem}", path.name,
+                    problems.add(f"{places.get(id(item), path)}: {key}[{name}] {problem}", path.name,
                                  f"an entry of {key} does not match the API's request schemas")
             data[key] += value
         elif key == "rate_limit":

@@ -11,17 +11,18 @@ value), headers, body values (dotted keys), and a count condition (nth, every, f
 or a seeded probability. Its effect is any of: reply with a status and the error body,
 latency, drop the connection, make the deployment the call starts fail or stall or take
 other step durations, exhaust the caller's rate limit, make webhook deliveries fail.
-The first active rule that matches a call fires. A file is checked whole before it is
-activated; a broken one is refused with its file, line and problem and never half-loads. A document
+A rule is tried at one step of the request path, its `phase` (rules.py), and may expire (`times`,
+`until`). At most one rule acts on a call: the first that fires, phase by phase, scenarios in the order
+they were activated and rules in the order of their file. A file is checked whole before it is activated;
+a broken one is refused with every problem, each at its file, line and column (findings.py), and never
+half-loads; rules that can never act load with warnings (overlap.py). A document
 is bounded (core/yamlbound.py): 1 MiB, 64 levels deep, expanding to at most 1 MiB of values and keys
 and 100,000 nodes added by aliases; and since replies echo it as JSON, it must be JSON (string keys,
 no bytes, integers of 64 bits) of at most ECHO_BYTES.
 """
 
 import asyncio
-import fnmatch
 import json
-import random
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +31,15 @@ import orjson
 import yaml
 
 from mockserver.core import yamlbound
-from mockserver.core.clock import iso
 from mockserver.core.errors import StartupError
 from mockserver.core.kinds import SERVICE_TYPES
-from mockserver.edge.faults import FAULTS
-from mockserver.world import strictness
+from mockserver.world import overlap, strictness
+from mockserver.world.findings import Found, Locator, schema_problems
 from mockserver.world.lifecycle import ERROR_STATES, PLANS
-from mockserver.world.strictness import moment, service_matches
+from mockserver.world.rules import AFTER_VALIDATION, PHASES, Fired, Rule
+
+# Rule and Fired live in rules.py; named here too, so that worlds saved when they lived here read back
+__all__ = ["KINDS", "Fired", "Rule", "ScenarioError", "Scenarios", "schema_document"]
 
 STEP_NAMES = sorted({step[0] for steps in PLANS.values() for step in steps})
 STATES = sorted({step[1] for steps in PLANS.values() for step in steps})
@@ -79,6 +82,14 @@ FILE_SCHEMA = {
                                 "description": "the service (or cluster) the call's path names",
                                 "properties": {"name": GLOB, "id": GLOB, "kind": {"enum": KINDS}}},
                 }},
+                "phase": {"enum": list(PHASES), "description": "the step of the request path the rule is tried "
+                          "at: before_auth (right after routing, whatever the token), after_validation (the "
+                          "default), after_handler (the handler has run and changed the state; the effect then "
+                          "replaces its reply)"},
+                "times": {"type": "integer", "minimum": 1, "description": "the rule fires at most this often, "
+                                                                            "then is spent"},
+                "until": {"type": ["string", "number"], "description": "the rule no longer fires from this time "
+                          "of the sandbox's clock (ISO 8601 or Unix seconds)"},
                 "window": {"type": "object", "additionalProperties": False, "minProperties": 1,
                            "description": "when the rule is active: from `start` (or `after` seconds past the "
                                           "first matching call) for `seconds` of the sandbox's clock and/or "
@@ -135,124 +146,45 @@ def schema_document():
 
 
 class ScenarioError(StartupError, ValueError):
-    def __init__(self, source, line, problem):
-        super().__init__(f"{source}:{line}: {problem}" if line else f"{source}: {problem}")
+    """Every problem of a scenario document, each at its line and column: `found` (findings.Found, in the order
+    of the document); `line` and `problem` are the first one's."""
+
+    def __init__(self, source, line, problem, column=None, more=()):
+        self.found = [Found(line, column, problem), *more]
         self.source, self.line, self.problem = source, line, problem
+        super().__init__("\n".join(self.texts()))
+
+    @classmethod
+    def of(cls, source, found):
+        found = sorted(found, key=_place)
+        return cls(source, found[0].line, found[0].text, found[0].column, found[1:])
+
+    def texts(self):
+        """`file:line:column: problem`, one a problem."""
+        return [_located(self.source, found) for found in self.found]
 
     def lines(self):
-        return [f"scenario: {self}"]
+        return [f"scenario: {text}" for text in self.texts()]
 
-
-class Fired:
-    __slots__ = ("name", "effects")
-
-    def __init__(self, name, effects):
-        self.name = name
-        self.effects = effects
-
-
-class Rule:
-    def __init__(self, scenario, index, raw, seed):
-        self.name = f"{scenario}/{raw.get('name', f'rule-{index + 1}')}"
-        self.match = raw.get("match", {})
-        self.effect = raw["effect"]
-        self.window = raw.get("window")
-        self.count = 0
-        self.fired = 0
-        self.opened = None                     # when the window opens (clock seconds), once known
-        self.window_calls = 0                  # matching calls seen inside the window
-        self._random = random.Random(f"{seed}:{self.name}")
-
-    def matches(self, operation, method, path, token, headers, body, now=0.0, target=None):
-        m = self.match
-        if "operation" in m and m["operation"] != operation.operation_id:
-            return False
-        if "method" in m and m["method"] != method:
-            return False
-        if "path" in m and not (m["path"] == operation.template or fnmatch.fnmatchcase(path, m["path"])):
-            return False
-        if "token" in m and m["token"] not in (token.name, token.value):
-            return False
-        for name, wanted in m.get("headers", {}).items():
-            if not fnmatch.fnmatchcase(headers.get(name.lower(), ""), wanted):
-                return False
-        for dotted, wanted in m.get("body", {}).items():
-            if _dig(body, dotted) != wanted:
-                return False
-        if "service" in m and not service_matches(m["service"], target() if target else None):
-            return False
-        self.count += 1
-        if self.window is not None and not self._in_window(now):
-            return False
-        n = self.count
-        if "nth" in m and n != m["nth"]:
-            return False
-        if "every" in m and n % m["every"]:
-            return False
-        if "first" in m and n > m["first"]:
-            return False
-        if "probability" in m and self._random.random() >= m["probability"]:
-            return False
-        self.fired += 1
-        return True
-
-    def _in_window(self, now):
-        """Whether a matching call at `now` falls in the rule's window (and counts as one of its calls)."""
-        w = self.window
-        if self.opened is None:                # from its start, or `after` seconds past the first matching call
-            self.opened = moment(w["start"]) if "start" in w else now + w.get("after", 0)
-        if now < self.opened or ("seconds" in w and now >= self.opened + w["seconds"]):
-            return False
-        if "calls" in w and self.window_calls >= w["calls"]:
-            return False
-        self.window_calls += 1
-        return True
-
-    def rewind(self, seed):
-        self.count = self.fired = self.window_calls = 0
-        self.opened = None
-        self._random = random.Random(f"{seed}:{self.name}")
-
-    def effects(self):
-        e = self.effect
-        out: dict[str, object] = {"rule": self.name}
-        for fault in FAULTS:
-            if e.get(fault) not in (None, False):
-                out[fault] = e[fault]
-        if "status" in e:
-            message = e.get("message", f"injected by scenario rule {self.name}")
-            out["reply"] = {"status": e["status"], "message": message}
-        if e.get("latency_ms"):
-            out["latency"] = e["latency_ms"] / 1000
-        for flag in ("drop", "exhaust_rate_limit", "webhook_failures"):
-            if e.get(flag):
-                out[flag] = e[flag]
-        if "deployment" in e:
-            d = e["deployment"]
-            out["deployment"] = {"fail_at": d.get("fail_at"), "fail_state": d.get("state"),
-                                 "stall_at": d.get("stall"), "durations": d.get("durations"),
-                                 "reads": d.get("reads"), "reads_per_step": d.get("reads_per_step")}
-        return out
-
-    def describe(self):
-        out = {"name": self.name, "match": self.match, "effect": self.effect, "matched": self.count,
-               "fired": self.fired}
-        if self.window is not None:
-            out["window"] = {**self.window, "opened_at": iso(self.opened) if self.opened is not None else None,
-                             "calls_in_window": self.window_calls}
-        return out
+    def details(self):
+        """(location, problem) of each problem, as the control API's `details` show them."""
+        return [(f"line {f.line}, column {f.column}" if f.column else f"line {f.line}" if f.line else "document",
+                 f.text) for f in self.found]
 
 
 class Scenarios:
+    now = None                                 # the clock when a rule was last tried (what `expired` is told by)
+
     def __init__(self, spec, seed=1, known=None):
         self.spec = spec
         self.seed = seed
         self.known = known                     # what the fixtures name (vocabulary()); None: not checked
-        self.warnings = []                     # of the document parsed last: rules that may never fire
+        self.warnings = []                     # of the document parsed last: rules that can never fire
+        self.lines = []                        # of the document parsed last: the line each rule starts on
         self.active = {}                       # name -> {"source", "description", "rules", "raw"}
 
     def parse(self, text, source):
-        """Check a scenario document whole; returns (name, raw) or raises ScenarioError."""
+        """Check a scenario document whole; returns (name, raw) or raises ScenarioError naming every problem."""
         try:
             node, raw = yamlbound.compose(text, max_bytes=yamlbound.SCENARIO_BYTES)
         except yamlbound.BoundError as error:
@@ -260,37 +192,59 @@ class Scenarios:
         except yaml.YAMLError as error:
             mark = getattr(error, "problem_mark", None)
             raise ScenarioError(source, mark.line + 1 if mark else None,
-                                f"not valid YAML: {getattr(error, 'problem', error)}") from None
-        lines = _lines(node)
+                                f"not valid YAML: {getattr(error, 'problem', error)}",
+                                mark.column + 1 if mark else None) from None
+        where = Locator(node)
         unfit = _echo_problem(raw)              # before the schema, whose messages would print such values
         if unfit is not None:
-            raise ScenarioError(source, _line_of(lines, unfit[0]), unfit[1])
+            raise ScenarioError.of(source, [where.found(unfit[0], unfit[1])])
         if isinstance(raw, dict) and isinstance(raw.get("rules"), list) and len(raw["rules"]) > MAX_RULES:
-            raise ScenarioError(source, _line_of(lines, ("rules",)), f"rules: {len(raw['rules'])} rules, more than "
-                                f"{MAX_RULES} (the bound of one scenario): split it into several scenarios")
-        for invalid in sorted(_CHECKER.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path))):
-            path = tuple(invalid.absolute_path)
-            where = ".".join(map(str, path)) or "document"
-            raise ScenarioError(source, _line_of(lines, path), f"{where}: {invalid.message}")
-        self.warnings = []
-        named: dict[str, int] = {}             # a rule's name -> its index: replies and the journal name rules
-        for index, rule in enumerate(raw["rules"]):
-            name = rule.get("name", f"rule-{index + 1}")
-            if name in named:
-                raise ScenarioError(source, _line_of(lines, ("rules", index, "name")),
-                                    f"rules.{index}.name: {name!r} also names rule {named[name]} "
-                                    f"(rules.{named[name]}): X-Mock-Rule and the journal's scenario filter could "
-                                    "not tell them apart")
-            named[name] = index
-            for where, problem, fatal in strictness.problems(rule, self.spec, self.known):
-                path = ("rules", index, *where)
-                located = f"rules.{index}.{'.'.join(where)}: {problem}"
-                if fatal:
-                    raise ScenarioError(source, _line_of(lines, path), located)
-                line = _line_of(lines, path)
-                self.warnings.append(f"{source}:{line}: warning: {located}" if line else
-                                     f"{source}: warning: {located}")
+            raise ScenarioError.of(source, [where.found(("rules",), f"rules: {len(raw['rules'])} rules, more than "
+                                   f"{MAX_RULES} (the bound of one scenario): split it into several scenarios")])
+        errors = schema_problems(_CHECKER.iter_errors(raw), where)
+        warnings: list[Found] = []
+        if isinstance(raw, dict) and isinstance(raw.get("rules"), list):
+            self._rule_problems(raw["rules"], where, errors, warnings)
+        if errors:
+            raise ScenarioError.of(source, errors)
+        self.warnings = [_located(source, found, "warning: ") for found in sorted(warnings, key=_place)]
+        self.lines = [where.at(("rules", index))[0] for index in range(len(raw["rules"]))]
         return raw["name"], raw
+
+    def _rule_problems(self, rules, where, errors, warnings):
+        """What only the document and the fixtures know of each rule (strictness.py), the names the rules share,
+        and the rules that can never act (overlap.py): into `errors` and `warnings`."""
+        named: dict[str, int] = {}             # a rule's name -> its index: replies and the journal name rules
+        for index, rule in enumerate(rules):
+            if not isinstance(rule, dict):
+                continue
+            name = rule.get("name", f"rule-{index + 1}")
+            if isinstance(name, str) and name in named:
+                errors.append(where.found(("rules", index, "name"), f"rules.{index}.name: {name!r} also names rule "
+                                          f"{named[name]} (rules.{named[name]}): X-Mock-Rule and the journal's "
+                                          "scenario filter could not tell them apart"))
+            elif isinstance(name, str):
+                named[name] = index
+            for path, problem, fatal in _strict(rule, self.spec, self.known):
+                found = where.found(("rules", index, *path), f"rules.{index}.{'.'.join(path)}: {problem}")
+                (errors if fatal else warnings).append(found)
+        if errors:
+            return                              # a rule that does not load says nothing of the others' reach
+        reach: dict = {}                       # what each operation, method and path selects, worked out once
+        for index, rule in enumerate(rules):
+            problem = overlap.impossible(rule, self.spec, reach)
+            if problem is not None:
+                warnings.append(where.found(("rules", index, "effect", "deployment"),
+                                            f"rules.{index}: rule {_name(rule, index)!r} never acts: {problem}"))
+        entries = [overlap.Entry(f"rules.{i}, line {where.at(('rules', i))[0]}", _name(rule, i), i, rule)
+                   for i, rule in enumerate(rules)]
+        for later, earlier in overlap.shadowed(entries, self.spec, reach):
+            warnings.append(where.found(("rules", later.place), f"rules.{later.place}: {shadow_text(later, earlier)}"))
+
+    def rules(self):
+        """Every rule of the active scenarios, in the order they are tried within a phase (each has `name`,
+        `phase`, `count` (matched) and `fired`)."""
+        return [rule for scenario in self.active.values() for rule in scenario["rules"]]
 
     def activate(self, raw, source):
         name = raw["name"]
@@ -337,20 +291,53 @@ class Scenarios:
             for rule in scenario["rules"]:
                 rule.rewind(self.seed)
 
-    def evaluate(self, operation, method, path, token, headers, body, now=0.0, target=None):
-        """The first rule that fires for a call (`target()`: the service or cluster its path names)."""
+    def evaluate(self, operation, method, path, token, headers, body, now=0.0, target=None, phase=AFTER_VALIDATION):
+        """The first rule of `phase` that fires for a call (`target()`: the service or cluster its path names)."""
         if not self.active:
             return None
+        self.now = now
         for scenario in self.active.values():
             for rule in scenario["rules"]:
-                if rule.matches(operation, method, path, token, headers, body, now, target):
+                if rule.phase == phase and rule.matches(operation, method, path, token, headers, body, now, target):
                     return Fired(rule.name, rule.effects())
         return None
 
     def describe(self, name):
         scenario = self.active[name]
         return {"name": name, "source": scenario["source"], "description": scenario["description"],
-                "rules": [rule.describe() for rule in scenario["rules"]]}
+                "rules": [rule.describe(self.now) for rule in scenario["rules"]]}
+
+
+def shadow_text(later, earlier):
+    """The warning of a rule that a rule tried before it shadows, naming both (overlap.Entry each)."""
+    return (f"rule {later.name!r} never fires: rule {earlier.name!r} ({earlier.label}) is tried before it and "
+            "fires for every call it matches (an operation, method and path at least as broad, no other condition, "
+            "and no count, window, times or until)")
+
+
+def _strict(rule, spec, known):
+    """strictness.problems of a rule; a part of the wrong shape, which the schema has named, says no more."""
+    found = strictness.problems(rule, spec, known)
+    while True:
+        try:
+            yield next(found)
+        except StopIteration:
+            return
+        except (TypeError, AttributeError, KeyError):
+            return
+
+
+def _place(found):
+    return found.line or 0, found.column or 0
+
+
+def _name(rule, index):
+    return rule.get("name", f"rule-{index + 1}")
+
+
+def _located(source, found, kind=""):
+    place = ":".join(str(part) for part in (found.line, found.column) if part)
+    return f"{source}:{place}: {kind}{found.text}" if place else f"{source}: {kind}{found.text}"
 
 
 def _echo_problem(raw):
@@ -386,42 +373,6 @@ def _unfit(value, path=()):
         kind = "an integer past 64 bits" if isinstance(value, int) else f"a value of type {type(value).__name__}"
         return path, kind
     return None
-
-
-def _dig(body, dotted):
-    value = body
-    for part in dotted.split("."):
-        if isinstance(value, dict) and part in value:
-            value = value[part]
-        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
-        else:
-            return None
-    return value
-
-
-def _lines(node, path=(), out=None):
-    """Map each path in a composed YAML tree to its 1-based line."""
-    out = {} if out is None else out
-    if node is None:
-        return out
-    out[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            child = path + (key.value,)
-            _lines(value, child, out)
-            out[child] = key.start_mark.line + 1
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _lines(item, path + (index,), out)
-    return out
-
-
-def _line_of(lines, path):
-    path = tuple(path)
-    while path not in lines and path:
-        path = path[:-1]
-    return lines.get(path)
 
 
 if __name__ == "__main__":

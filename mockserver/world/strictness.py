@@ -6,15 +6,18 @@ conditions that contradict each other. `problems(rule, spec, known)` yields
 (location inside the rule, problem, fatal): a fatal one refuses the file with its line, the
 others are warnings (a service glob that matches no service of the fixtures: one created
 later may still match it). `known` is `vocabulary(fixtures)`; without it, tokens and
-services are not checked.
+services are not checked. A rule's `phase` limits what it may match and do: before authentication there
+is no token and no body yet; after the handler, a deployment it would start has been started.
 """
 
+import difflib
 import fnmatch
 from datetime import UTC, datetime
 
 from mockserver.core.clock import EARLIEST, LAST_START
 from mockserver.core.kinds import SERVICE_KINDS
 from mockserver.document.validation import UUID
+from mockserver.world.findings import NEAR
 
 SAMPLE_ID = "00000000-0000-4000-8000-000000000000"
 GLOB_CHARS = set("*?[")
@@ -31,6 +34,20 @@ EXCLUSIVE = [
     (("effect", "deployment"), ("state", "stall"), "a stalled deployment never reaches a failure state"),
     (("effect", "dribble"), ("chunks", "chunk_bytes"), "give the number of chunks or their size, not both"),
 ]
+# what a match condition must be for this module to judge it (the schema names one of another type)
+SHAPES: dict[str, type] = {"operation": str, "path": str, "token": str, "service": dict}
+# phase -> (where in the rule, what may not be there, why)
+PHASE_LIMITS = {
+    "before_auth": [
+        (("match", "token"), "a before_auth rule is tried before authentication: no token is known yet (match "
+                             "the Authorization header with `headers`, or use phase after_validation)"),
+        (("match", "body"), "a before_auth rule is tried before the body is read (use phase after_validation)"),
+        (("effect", "exhaust_rate_limit"), "a before_auth rule is tried before the token is known: there is no "
+                                           "rate limit to exhaust yet (use phase after_validation)")],
+    "after_handler": [
+        (("effect", "deployment"), "an after_handler rule acts once the handler has run: the deployment it "
+                                   "started cannot be changed any more (use phase after_validation)")],
+}
 
 
 def vocabulary(fixtures):
@@ -73,26 +90,45 @@ def moment(value):
 def problems(rule, spec, known):
     """(where, problem, fatal) for everything in a rule that keeps it from ever firing."""
     yield from _contradictions(rule)
-    match = rule.get("match", {})
+    match: dict = {key: value for key, value in _part(rule, "match").items()
+                   if isinstance(value, SHAPES.get(key, object))}
     if "operation" in match and match["operation"] not in spec.operations:
-        yield ("match", "operation"), f"unknown operation {match['operation']!r}", True
+        yield ("match", "operation"), f"unknown operation {match['operation']!r}" \
+                                      f"{_meant(match['operation'], spec.operations)}", True
     if "path" in match and not _routes(spec, match["path"]):
         near = spec.closest_paths(match["path"].replace("*", "x"))
         hint = f" (did you mean {' or '.join(near)}?)" if near else ""
         yield ("match", "path"), f"{match['path']!r} matches no documented route{hint}", True
     if known is not None and "token" in match and match["token"] not in known["tokens"]:
         names = ", ".join(sorted(t for t in known["tokens"] if not t.startswith("mock-")))
-        yield ("match", "token"), f"no token of the fixtures is named or valued {match['token']!r} " \
-                                  f"(tokens: {names})", True
+        yield ("match", "token"), f"no token of the fixtures is named or valued {match['token']!r}" \
+                                  f"{_meant(match['token'], known['tokens'])} (tokens: {names})", True
     if "service" in match:
         yield from _service_problems(match["service"], known)
-    window = rule.get("window", {})
-    if "start" in window:
+    window = _part(rule, "window")
+    for where, value in ((("window", "start"), window.get("start")), (("until",), rule.get("until"))):
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            continue                            # none, or of a type the schema names
         try:
-            moment(window["start"])
+            moment(value)
         except ValueError:
-            yield ("window", "start"), f"{window['start']!r} is not an ISO 8601 time or Unix seconds within " \
-                                       "1970-01-01 .. 9999-01-01 (UTC)", True
+            yield where, f"{value!r} is not an ISO 8601 time or Unix seconds within 1970-01-01 .. 9999-01-01 (UTC)", \
+                True
+    for where, why in PHASE_LIMITS.get(rule.get("phase"), ()):
+        if _part(rule, where[0]).get(where[1]) not in (None, False):
+            yield where, why, True
+
+
+def _part(rule, key):
+    """A mapping of the rule (match, window, effect), or {} when it has none or one of another type."""
+    part = rule.get(key)
+    return part if isinstance(part, dict) else {}
+
+
+def _meant(word, choices):
+    """' (did you mean X?)' with the nearest of `choices`, or ''."""
+    near = difflib.get_close_matches(word, list(choices), n=1, cutoff=NEAR) if isinstance(word, str) else []
+    return f" (did you mean {near[0]!r}?)" if near else ""
 
 
 def _contradictions(rule):

@@ -88,12 +88,13 @@ def test_check_reports_a_missing_fixtures_folder(tmp_path):
     assert "Traceback" not in result.stderr
 
 
-def test_check_of_a_file_says_it_is_not_a_folder():
-    for args in (["check", "README.md"], ["check", "--fixtures", "README.md"]):
-        result = run(*args, timeout=60)
-        assert result.returncode == 1, result.stderr
-        assert "README.md: not a folder" in result.stderr and "not found" not in result.stderr
-        assert "Traceback" not in result.stderr
+def test_check_of_a_file_as_fixtures_says_it_is_not_a_folder_and_as_an_argument_reads_it_as_a_scenario():
+    result = run("check", "--fixtures", "README.md", timeout=60)
+    assert result.returncode == 1, result.stderr
+    assert "README.md: not a folder" in result.stderr and "not found" not in result.stderr
+    assert "Traceback" not in result.stderr
+    result = run("check", "README.md", timeout=60)
+    assert result.returncode == 1 and "scenario: README.md:5:1: not valid YAML" in result.stderr
 
 
 def test_check_reports_a_token_whose_organization_the_fixtures_lack(tmp_path):
@@ -378,7 +379,7 @@ def served(monkeypatch):
     """main() in this process with `serve` replaced: the settings a start would use (never a listening mock)."""
     started = []
 
-    def serve(settings):
+    def serve(settings, variables=None):
         started.append(settings)
         return 0
     monkeypatch.setattr(main, "serve", serve)
@@ -433,7 +434,7 @@ def test_finite_numbers_still_start(served, capsys):
     (["serve", "--bogus"], "mockserver serve", "unrecognized arguments: --bogus"),
     (["serve", "--port"], "mockserver serve", "--port: expected one argument"),
     (["check", "--seed", "x"], "mockserver check", "--seed: must be a whole number"),
-    (["check", "a", "b"], "mockserver check", "unrecognized arguments: b"),
+    (["check", "--fixtures"], "mockserver check", "expected one argument"),
     (["export"], "mockserver export", "the following arguments are required: --url"),
     (["record", "--upstream", "ftp://x"], "mockserver record", "--upstream: must be an http:// or https:// URL"),
     (["parity", "--pace", "lots"], "mockserver parity", "--pace: rate limit must look like N/WINDOW"),

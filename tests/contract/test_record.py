@@ -403,6 +403,7 @@ def test_record_outputs_that_cannot_be_written_stop_the_start_in_one_line_each(t
 def test_a_recording_whose_outputs_fail_at_the_stop_says_so_in_one_line_each_and_exits_1(tmp_path):
     upstream = Tiny(free_port(), 200, {"id": ORG, "name": "Acme", "results": []})
     har, out = tmp_path / "har" / "s.har", tmp_path / "fixtures"
+    har.parent.mkdir()                                  # --har in a folder that does not exist is refused
     port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "mockserver", "record", "--upstream", upstream.url,
                                 "--port", str(port), "--har", str(har), "--fixtures-out", str(out)], cwd=ROOT,
@@ -412,6 +413,7 @@ def test_a_recording_whose_outputs_fail_at_the_stop_says_so_in_one_line_each_and
         wait_for(f"http://127.0.0.1:{port}/_mock/health")
         assert httpx.get(f"http://127.0.0.1:{port}/organization", headers=ADMIN, timeout=10).status_code == 200
         assert upstream.requests
+        har.parent.rmdir()
         (tmp_path / "har").write_text("now a file")        # both outputs can no longer be written
         out.write_text("now a file")
         process.send_signal(signal.SIGTERM)

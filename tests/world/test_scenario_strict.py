@@ -63,7 +63,7 @@ def test_put_refuses_a_rule_that_cannot_fire_with_its_line(http, kind):
     reply = http.put("/_mock/scenarios/strict", content=document(text), headers={"Content-Type": "application/yaml"})
     assert reply.status_code == 400, reply.text
     message = reply.json()["message"]
-    assert f":{line}: " in message and words in message
+    assert f":{line}:" in message and words in message
     assert http.get("/_mock/scenarios/strict").status_code == 404          # nothing of it activated
 
 
@@ -83,7 +83,7 @@ def test_a_service_glob_matching_no_fixture_service_is_a_warning(http):
     reply = http.put("/_mock/scenarios/strict", content=text, headers={"Content-Type": "application/yaml"})
     assert reply.status_code == 200
     [warning] = reply.json()["warnings"]
-    assert ":4: warning: rules.0.match.service: no service of the fixtures matches" in warning
+    assert ":4:27: warning: rules.0.match.service: no service of the fixtures matches" in warning
     created = http.put("/_mock/scenarios/strict", content=document("    match: {service: {kind: DATABASE}}\n"),
                        headers={"Content-Type": "application/yaml"})
     assert created.json()["warnings"] == []
@@ -102,12 +102,12 @@ def test_check_refuses_with_file_and_line_and_prints_warnings(tmp_path):
     bad.write_text(document(REFUSED["unknown token"][0]))
     result = run_cli("check", "--scenario", str(bad))
     assert result.returncode == 1
-    assert f"{bad}:5: rules.0.match.token: no token of the fixtures is named or valued 'nobody'" in result.stderr
+    assert f"{bad}:5:13: rules.0.match.token: no token of the fixtures is named or valued 'nobody'" in result.stderr
     warned = tmp_path / "warned.yaml"
     warned.write_text(document("    match: {service: {name: later-*}}\n"))
     result = run_cli("check", "--scenario", str(warned))
     assert result.returncode == 0, result.stderr
-    assert f"{warned}:4: warning:" in result.stderr
+    assert f"{warned}:4:13: warning:" in result.stderr
 
 
 @pytest.mark.server
@@ -116,7 +116,7 @@ def test_serve_refuses_to_start_with_a_contradictory_file(tmp_path):
     bad.write_text(document(REFUSED["nth with every"][0]))
     result = run_cli("serve", "--port", "0", "--scenario", str(bad))
     assert result.returncode != 0
-    assert f"{bad}:7: " in result.stderr and "Traceback" not in result.stderr
+    assert f"{bad}:7:" in result.stderr and "Traceback" not in result.stderr
 
 
 # ---------------------------------------------------------------- the JSON Schema

@@ -458,7 +458,7 @@ BROKEN = {
     "unknown operation": ("name: broken\nrules:\n  - match: {operation: deployApplicaton}\n"
                           "    effect: {status: 500}\n", ":3:", "unknown operation 'deployApplicaton'"),
     "bad effect key": ("name: broken\nrules:\n  - match: {operation: deployApplication}\n"
-                       "    effect: {sttus: 500}\n", ":4:", "'sttus' was unexpected"),
+                       "    effect: {sttus: 500}\n", ":4:", "unknown key 'sttus' (did you mean 'status'?)"),
     "invalid YAML": ("name: broken\nrules:\n  - match: {operation: deployApplication\n"
                      "    effect: {status: 500}\n", ":4:", "not valid YAML"),
 }
@@ -510,7 +510,7 @@ def broken_file(tmp_path):
 def test_check_refuses_a_broken_file_with_file_line_and_problem(broken_file):
     result = run_cli("check", "--scenario", str(broken_file))
     assert result.returncode != 0
-    assert f"{broken_file}:3: " in result.stderr
+    assert f"{broken_file}:3:" in result.stderr
     assert "unknown operation 'deployApplicaton'" in result.stderr
     assert "Traceback" not in result.stdout + result.stderr
 
@@ -519,7 +519,7 @@ def test_check_refuses_a_broken_file_with_file_line_and_problem(broken_file):
 def test_serve_refuses_to_start_with_a_broken_file(broken_file):
     result = run_cli("serve", "--port", "0", "--scenario", str(broken_file))
     assert result.returncode != 0
-    assert f"{broken_file}:3: " in result.stderr
+    assert f"{broken_file}:3:" in result.stderr
     assert "unknown operation 'deployApplicaton'" in result.stderr
     assert "Traceback" not in result.stdout + result.stderr
 

@@ -68,11 +68,25 @@ func (c *Client) Advance(ctx context.Context, by time.Duration) (*Clock, error) 
 }
 
 // Calls is GET /_mock/calls: the journal entries matching every field of the filter, oldest first.
+// Without a Limit it reads every page the server gives (a page holds at most 500 calls).
 func (c *Client) Calls(ctx context.Context, filter Filter) ([]Call, error) {
-	var out struct {
-		Results []Call `json:"results"`
+	var found []Call
+	query := filter.query()
+	for {
+		var page struct {
+			Results   []Call `json:"results"`
+			More      bool   `json:"more"`
+			NextAfter int    `json:"next_after"`
+		}
+		if err := c.do(ctx, request{method: "GET", path: "/calls", query: query}, &page); err != nil {
+			return found, err
+		}
+		found = append(found, page.Results...)
+		if filter.Limit > 0 || !page.More {
+			return found, nil
+		}
+		query.Set("after", strconv.Itoa(page.NextAfter))
 	}
-	return out.Results, c.do(ctx, request{method: "GET", path: "/calls", query: filter.query()}, &out)
 }
 
 // ClearCalls is DELETE /_mock/calls: empties the journal.
@@ -102,6 +116,20 @@ func (c *Client) Verify(ctx context.Context, filter Filter, counts ...Count) (*V
 func (c *Client) Coverage(ctx context.Context) (Object, error) {
 	var out Object
 	return out, c.do(ctx, request{method: "GET", path: "/calls/coverage"}, &out)
+}
+
+// Usage is GET /_mock/usage: the scenario rules that never fired and the operations never called, of the
+// client's sandbox, or with Scope "mock" of every sandbox whose name starts with Prefix (those gone included).
+func (c *Client) Usage(ctx context.Context, opts UsageOptions) (*UsageReport, error) {
+	query := url.Values{}
+	if opts.Scope != "" {
+		query.Set("scope", opts.Scope)
+	}
+	if opts.Scope == "mock" {
+		query.Set("prefix", opts.Prefix)
+	}
+	var out UsageReport
+	return &out, c.do(ctx, request{method: "GET", path: "/usage", query: query}, &out)
 }
 
 // Export is GET /_mock/calls/export: the sandbox's calls as a pact (format "pact") or a HAR 1.2 log

@@ -45,6 +45,7 @@ type Call struct {
 	DurationMS        float64           `json:"duration_ms"`
 	ScenarioRule      string            `json:"scenario_rule"`
 	RequestID         string            `json:"request_id"`
+	TraceID           string            `json:"trace_id"` // only when the mock traces (OTEL_* environment)
 	Token             string            `json:"token"`
 	WebhookDeliveries []int             `json:"webhook_deliveries"`
 	Drift             []Object          `json:"drift"`
@@ -146,6 +147,42 @@ func (o ExportOptions) query(format string) url.Values {
 
 // PactOptions shape WritePact: the export's options, and whether to replace the file instead of merging
 // into it.
+
+// UsageOptions choose what Usage counts: Scope "sandbox" (the client's; the default) or "mock" (every
+// sandbox whose name starts with Prefix, the deleted and reset ones included).
+type UsageOptions struct {
+	Scope  string
+	Prefix string
+}
+
+// UsageReport is what a suite used: the scenario rules that fired and never fired, the operations called
+// and never called.
+type UsageReport struct {
+	Scope     string `json:"scope"`
+	Sandboxes int    `json:"sandboxes"`
+	Rules     struct {
+		Total      int         `json:"total"`
+		Fired      int         `json:"fired"`
+		NeverFired []string    `json:"never_fired"`
+		Results    []RuleUsage `json:"results"`
+	} `json:"rules"`
+	Operations struct {
+		Total       int            `json:"total"`
+		Called      int            `json:"called"`
+		NeverCalled []string       `json:"never_called"`
+		Calls       map[string]int `json:"calls"`
+	} `json:"operations"`
+	JournalDropped int `json:"journal_dropped"`
+}
+
+// RuleUsage is how often one scenario rule matched a call and fired.
+type RuleUsage struct {
+	Rule     string `json:"rule"`
+	Scenario string `json:"scenario"`
+	Matched  int    `json:"matched"`
+	Fired    int    `json:"fired"`
+}
+
 type PactOptions struct {
 	ExportOptions
 	NoMerge bool // write the pact alone instead of merging it into the one at the path

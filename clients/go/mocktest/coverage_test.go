@@ -184,7 +184,14 @@ func TestEveryRouteThroughTheClient(t *testing.T) {
 			return err
 		},
 		"coverage": func() error { _, err := sb.Coverage(ctx); return err },
-		"export":   func() error { _, err := sb.Export(ctx, "har", mockclient.ExportOptions{}); return err },
+		"usage": func() error {
+			report, err := sb.Usage(ctx, mockclient.UsageOptions{})
+			if err == nil && report.Operations.Calls["deployApplication"] != 1 {
+				err = fmt.Errorf("usage counted %v", report.Operations.Calls)
+			}
+			return err
+		},
+		"export": func() error { _, err := sb.Export(ctx, "har", mockclient.ExportOptions{}); return err },
 		"provider_states": func() error {
 			_, err := sb.ProviderStates(ctx, mockclient.ProviderState{State: "application {id} exists",
 				Params: mockclient.Object{"id": webID}})
@@ -258,7 +265,7 @@ func TestEveryRouteThroughTheClient(t *testing.T) {
 	}
 	// the order matters for some (a scenario before it is read, a snapshot before its restore ...)
 	order := []string{"health", "clock", "advance", "state", "export_state", "state_tree", "calls", "call",
-		"call_rows", "verify", "coverage", "export", "provider_states", "deployments", "activate_scenario",
+		"call_rows", "verify", "coverage", "usage", "export", "provider_states", "deployments", "activate_scenario",
 		"scenario", "scenarios", "get_scenario", "remove_scenario", "deliveries", "mint_token", "snapshot",
 		"get_snapshot", "restore", "delete_snapshot", "snapshots", "clear_calls", "reset", "sandboxes",
 		"create_sandbox", "get_sandbox", "reset_sandbox", "delete_sandbox", "inspector_url", "scenario_schema",

@@ -151,6 +151,21 @@ func (h *Handle) Coverage() mockclient.Object {
 	return value
 }
 
+// Usage is the sandbox's scenario rules that never fired and operations never called (options as
+// mockclient.Client.Usage; none: the sandbox's own).
+func (h *Handle) Usage(opts ...mockclient.UsageOptions) *mockclient.UsageReport {
+	h.t.Helper()
+	ctx, cancel := h.context()
+	defer cancel()
+	var options mockclient.UsageOptions
+	if len(opts) > 0 {
+		options = opts[0]
+	}
+	value, err := h.Client.Usage(ctx, options)
+	h.check(err)
+	return value
+}
+
 // Export is the sandbox's calls as a pact ("pact") or a HAR log ("har").
 func (h *Handle) Export(format string, opts mockclient.ExportOptions) mockclient.Object {
 	h.t.Helper()

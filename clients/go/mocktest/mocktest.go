@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -71,8 +72,21 @@ func Server(t testing.TB) *mockclient.Client {
 // Main runs the tests and then stops the shared mock if this binary started it. Use it in TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(mocktest.Main(m)) }
+//
+// Before it stops the mock it lists the scenario rules that no test's sandbox made fire (UnusedRules, with
+// the prefix MOCKSERVER_SANDBOX_PREFIX); MOCKSERVER_UNUSED_RULES=fail also fails the run, off does not ask.
 func Main(m *testing.M) int {
 	code := m.Run()
+	if mode := os.Getenv("MOCKSERVER_UNUSED_RULES"); shared.client != nil && mode != "off" {
+		unused, err := UnusedRules(shared.client, cleanPrefix(os.Getenv("MOCKSERVER_SANDBOX_PREFIX")))
+		if err == nil && len(unused) > 0 {
+			fmt.Fprintf(os.Stderr, "mocktest: %d scenario rule(s) never fired in any test's sandbox: %s\n",
+				len(unused), strings.Join(unused, ", "))
+			if mode == "fail" && code == 0 {
+				code = 1
+			}
+		}
+	}
 	if shared.server != nil {
 		if err := shared.server.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -128,6 +142,22 @@ func SandboxOn(t testing.TB, mock *mockclient.Client, opts ...mockclient.Sandbox
 		}
 	})
 	return &Handle{Client: client, t: t}
+}
+
+// UnusedRules is the scenario rules loaded in the mock's sandboxes whose name starts with prefix (those
+// already deleted or reset included) that never fired in any of them.
+func UnusedRules(mock *mockclient.Client, prefix string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	report, err := mock.Usage(ctx, mockclient.UsageOptions{Scope: "mock", Prefix: prefix})
+	if err != nil {
+		return nil, err
+	}
+	return report.Rules.NeverFired, nil
+}
+
+func cleanPrefix(prefix string) string {
+	return untidyEnds.ReplaceAllString(unsafeChars.ReplaceAllString(prefix, "-"), "")
 }
 
 var (

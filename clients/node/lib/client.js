@@ -204,7 +204,16 @@ export class MockServerClient {
   // ---- journal --------------------------------------------------------------------------------------------
 
   /** GET /_mock/calls: the journal entries matching every filter, oldest first (the `results` array). */
-  async calls(filters = {}) { return (await this._control('GET', '/calls', { query: snaked(filters) })).results; }
+  async calls(filters = {}) {
+    const query = snaked(filters);
+    let page = await this._control('GET', '/calls', { query });
+    const found = page.results;
+    while (query.limit === undefined && page.more) {      // without a limit: every page, by the cursor given
+      page = await this._control('GET', '/calls', { query: { ...query, after: page.next_after } });
+      found.push(...page.results);
+    }
+    return found;
+  }
 
   /** DELETE /_mock/calls: empty the journal. */
   async clearCalls() { await this._control('DELETE', '/calls'); }
@@ -217,6 +226,24 @@ export class MockServerClient {
 
   /** GET /_mock/calls/coverage: per documented operation, calls by status and whether one answered 2xx. */
   coverage() { return this._control('GET', '/calls/coverage'); }
+
+  /**
+   * GET /_mock/usage: the scenario rules that never fired and the operations never called, of this handle's
+   * sandbox, or with `scope: 'mock'` of every sandbox whose name starts with `prefix` (those gone included).
+   */
+  usage({ scope, prefix } = {}) { return this._control('GET', '/usage', { query: { scope, prefix } }); }
+
+  /** usage, and throw an AssertionError naming the scenario rules that never fired; the report otherwise. */
+  async assertRulesFired(options = {}) {
+    const report = await this.usage(options);
+    const unused = report.rules.never_fired;
+    if (unused.length) {
+      const error = new AssertionError({ message: `mockserver: ${unused.length} scenario rule(s) never fired: ${unused.join(', ')}` });
+      error.report = report;
+      throw error;
+    }
+    return report;
+  }
 
   /**
    * POST /_mock/calls/verify: `{ok, expected, actual, message, matched}`. Filters as `calls`, plus one of
@@ -305,12 +332,15 @@ export class MockServerClient {
    * PUT /_mock/scenarios/{name}: activate a scenario from YAML or JSON text, or an object (its `name` is set to
    * `name`). Returns the scenario as the server describes it (with `warnings`).
    */
-  scenario(name, document) {
+  async scenario(name, document) {
     const path = `/scenarios/${encodeURIComponent(name)}`;
     if (typeof document === 'string' || document instanceof Uint8Array) {
       return this._control('PUT', path, { body: document, contentType: 'application/yaml' });
     }
-    return this._control('PUT', path, { json: { name, ...document } });
+    if (document?.name !== undefined && document.name !== name) {
+      throw new TypeError(`scenario ${JSON.stringify(name)}: the document names itself ${JSON.stringify(document.name)}; give one name (or leave the document's out)`);
+    }
+    return this._control('PUT', path, { json: { ...document, name } });
   }
 
   /** POST /_mock/scenarios: activate a scenario (YAML or JSON text, or an object) under the name it declares. */

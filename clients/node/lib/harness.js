@@ -18,6 +18,17 @@ export function sandboxName(testName = 'test', { prefix = process.env.MOCKSERVER
   return `${readable.slice(0, 64 - suffix.length - 1)}-${suffix}`;
 }
 
+/**
+ * At the end of a suite (node:test's `after`, Jest's or Vitest's `afterAll`): throw an AssertionError naming the
+ * scenario rules that never fired in any sandbox of this prefix (env MOCKSERVER_SANDBOX_PREFIX; the sandboxes
+ * useSandbox and sandboxFor made, deleted ones included); the usage report otherwise.
+ */
+export async function assertRulesUsed(mock, { prefix = process.env.MOCKSERVER_SANDBOX_PREFIX ?? '' } = {}) {
+  const client = await resolveMock(mock);
+  const clean = String(prefix).replace(/[^A-Za-z0-9_.-]+/g, '-').replace(/^[-.]+|[-.]+$/g, '');
+  return client.assertRulesFired({ scope: 'mock', prefix: clean ? `${clean}-` : '' });
+}
+
 function split(options) {
   const harness = {};
   const sandbox = { journalBodyLimit: JOURNAL_BODY_LIMIT };

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it, test } from 'node:test';
 
-import { MockServerError, SANDBOX_NAME, majorMinor, VERSION, sandboxFor, sandboxName, startLocal, useSandbox } from '../index.js';
+import { MockServerError, SANDBOX_NAME, assertRulesUsed, majorMinor, VERSION, sandboxFor, sandboxName, startLocal, useSandbox } from '../index.js';
 import { APP, ORG, api, localMockForFile } from './support.js';
 
 const server = localMockForFile();
@@ -103,4 +103,29 @@ test('a mock with a control token: every control call carries it; the tokens fal
   } finally {
     await mock.stop();
   }
+});
+
+test('assertRulesUsed at the end of a suite names the rules no test\'s sandbox made fire, deleted sandboxes included', async (t) => {
+  const prefix = `rules-${process.pid}`;
+  const flaky = { rules: [
+    { name: 'orgs-fail', match: { operation: 'getOrganization' }, effect: { status: 503 } },
+    { name: 'never-used', match: { operation: 'deleteProject' }, effect: { status: 500 } }] };
+  await t.test('fires one rule', async (inner) => {
+    const sb = await useSandbox(inner, server.ready, { prefix });
+    await sb.scenario('flaky', flaky);
+    assert.equal((await api(sb.url, 'GET', '/organization')).status, 503);
+    assert.deepEqual((await sb.usage()).rules.never_fired, ['flaky/never-used']);
+  });
+  await t.test('loads it and fires none', async (inner) => {
+    const sb = await useSandbox(inner, server.ready, { prefix });
+    await sb.scenario('flaky', flaky);
+    await sb.scenario('flaky', flaky);                  // the same name again: active once
+    assert.deepEqual((await sb.scenarios()).map((s) => s.name), ['flaky']);
+    await assert.rejects(sb.scenario('other', { ...flaky, name: 'flaky' }), /scenario "other": the document names itself "flaky"/);
+  });
+  const error = await assertRulesUsed(server.ready, { prefix }).catch((caught) => caught);
+  assert.ok(error instanceof assert.AssertionError, String(error));
+  assert.equal(error.message, 'mockserver: 1 scenario rule(s) never fired: flaky/never-used');
+  assert.equal(error.report.sandboxes, 2, 'both test sandboxes, deleted at their end, are counted');
+  assert.equal((await assertRulesUsed(server.ready, { prefix: `none-${process.pid}` })).rules.total, 0);
 });

@@ -58,6 +58,7 @@ test('each control method reaches its route once, per-sandbox routes through /sa
   assert.equal((await sb.call(calls[0].id)).operation, 'deployApplication');
   assert.equal((await sb.callRows({ limit: 5 })).total, 2);
   assert.ok((await sb.coverage()).reached >= 2);
+  assert.equal((await sb.usage()).operations.calls.deployApplication, 1);
   assert.equal((await sb.verify({ operation: 'deployApplication', count: 1 })).ok, true);
   assert.equal((await sb.exportPact()).interactions.length >= 1, true);
   assert.ok((await sb.export('har')).log);

@@ -69,6 +69,32 @@ function statusBadge(status) {
   return `<span class="badge ${kind}" data-status="${code}">${esc(text)}</span>`;
 }
 
+// a reply a scenario sent with a network fault: its status line went out, its body did not (whole)
+function cutBadge(status, fault) {
+  const words = { truncate: "body cut", reset: "connection reset", dribble: "body dribbled" };
+  const said = fault.split(",").map((name) => words[name.trim()] || name.trim()).join(", ");
+  return `<span class="badge warn" data-status="${Number(status)}">${esc(status)}</span> <span class="badge bad fault"
+    data-testid="fault" title="Sent with a network fault: ${esc(said)}">cut</span>`;
+}
+
+function driftBadge(findings) {
+  if (findings == null) return "";
+  return findings
+    ? `<span class="badge warn drift-badge" data-testid="drift" title="Forwarded: ${findings} finding(s) of drift from the document">drift ${findings}</span>`
+    : '<span class="badge drift-badge" data-testid="drift" title="Forwarded: the exchange agrees with the document">forwarded</span>';
+}
+
+function sameInstant(rows) {    // call id -> its place among the shown calls of one mock-clock instant (1, 2 ...)
+  const places = new Map(), seen = new Map(), counts = new Map();
+  for (const row of rows) counts.set(row.time, (counts.get(row.time) || 0) + 1);
+  for (const row of [...rows].sort((a, b) => a.id - b.id)) {
+    if (counts.get(row.time) < 2) continue;
+    seen.set(row.time, (seen.get(row.time) || 0) + 1);
+    places.set(row.id, [seen.get(row.time), counts.get(row.time)]);
+  }
+  return places;
+}
+
 function stateBadge(state) {
   if (!state) return '<span class="badge">never deployed</span>';
   let kind = "";
@@ -196,7 +222,7 @@ async function reload(full) {
   if (view === "calls") work.push(full ? loadCalls() : pollCalls());
   if (view === "deployments") work.push(loadDeployments());
   if (view === "state" && full) work.push(loadState());
-  if (view === "scenarios") work.push(loadScenarios());
+  if (view === "scenarios") work.push(loadScenarios(), loadUsage());
   if (view === "webhooks") work.push(loadDeliveries());
   await Promise.allSettled(work);
 }
@@ -279,6 +305,7 @@ function callFilters() {
     operation: $("#f-operation").value.trim(),
     path: $("#f-path").value.trim(),
     text: $("#f-text").value.trim(),
+    drift: $("#f-drift").value,
   };
 }
 
@@ -323,18 +350,25 @@ async function pollCalls() {
   renderCalls();
 }
 
+function timeCell(row, place) {
+  if (!place) return `<td class="time" title="${esc(row.time)} on the mock clock">${esc(timeText(row.time))}</td>`;
+  const [nth, of] = place;
+  return `<td class="time" title="${esc(row.time)} on the mock clock: call ${nth} of ${of} at this instant (the clock did not move between them)">${esc(timeText(row.time))}<span class="seq" data-testid="seq"> ·${nth}</span></td>`;
+}
+
 function renderCalls() {
+  const places = sameInstant(calls.rows);
   const rows = calls.rows.map((row) => `
     <tr data-id="${row.id}" tabindex="0" aria-selected="${row.id === calls.selected}">
       <td class="num muted">${row.id}</td>
-      <td class="time" title="${esc(row.time)}">${esc(timeText(row.time))}</td>
+      ${timeCell(row, places.get(row.id))}
       <td><span class="method ${esc(row.method)}">${esc(row.method)}</span></td>
       <td class="path" title="${esc(row.path)}"><span class="mono">${esc(shortPath(row.path))}</span>
         <span class="operation">${row.operation ? esc(row.operation) : "no route"}</span></td>
-      <td>${statusBadge(row.status)}</td>
+      <td class="status">${row.fault ? cutBadge(row.status, row.fault) : statusBadge(row.status)} ${driftBadge(row.drift)}</td>
       <td class="num">${esc(latency(row.duration_ms))}</td>
       <td>${row.token ? esc(row.token) : '<span class="muted">none</span>'}</td>
-      <td>${row.scenario_rule ? `<span class="badge accent rule" title="${esc(row.scenario_rule)}">${esc(row.scenario_rule)}</span>` : ""}</td>
+      <td class="rule-cell">${row.scenario_rule ? `<span class="badge accent rule" title="${esc(row.scenario_rule)}">${esc(row.scenario_rule)}</span>` : ""}</td>
     </tr>`).join("");
   $("#call-rows").innerHTML = rows;
   $("#calls-empty").hidden = calls.rows.length > 0;
@@ -375,6 +409,8 @@ async function openCall(id) {
       <dt>Operation</dt><dd>${esc(c.operation || "no route")}</dd>
       <dt>Path template</dt><dd>${esc(c.path_template || "–")}</dd>
       <dt>Latency</dt><dd>${esc(latency(c.duration_ms))}</dd>
+      <dt>Request id</dt><dd class="mono">${esc(c.request_id || "–")}</dd>
+      ${c.trace_id ? `<dt>Trace id</dt><dd class="mono trace-id">${esc(c.trace_id)}</dd>` : ""}
       <dt>Token</dt><dd>${esc(c.token || "none")}</dd>
       <dt>Scenario rule</dt><dd>${esc(c.scenario_rule || "none fired")}</dd>
       <dt>Webhook deliveries</dt><dd>${deliveries || "none"}</dd>
@@ -426,6 +462,7 @@ $("#call-filters").addEventListener("submit", (event) => {
   loadCalls();
 });
 $("#f-status").addEventListener("change", () => $("#call-filters").requestSubmit());
+$("#f-drift").addEventListener("change", () => $("#call-filters").requestSubmit());
 $("#f-clear").addEventListener("click", () => {
   $("#call-filters").reset();
   $("#call-filters").requestSubmit();
@@ -681,6 +718,20 @@ async function loadScenarios() {
     </article>`).join("") : '<p class="empty">No scenario is active. Paste one on the right to activate it.</p>';
 }
 
+async function loadUsage() {
+  const reply = await api.get("/usage");
+  if (!reply.ok) return;
+  const { rules, operations } = reply.body;
+  const never = rules.never_fired.length
+    ? `<ul class="never-fired">${rules.never_fired.map((name) => `<li><span class="badge warn" data-testid="never-fired">${esc(name)}</span></li>`).join("")}</ul>`
+    : "";
+  $("#usage").innerHTML = `
+    <p data-testid="rules-usage">${rules.total ? `${rules.fired} of ${rules.total} rule(s) fired${rules.never_fired.length ? "; never fired:" : "."}` : "No rule is loaded."}</p>
+    ${never}
+    <details><summary data-testid="operations-usage">${operations.never_called.length} of ${operations.total} operation(s) never called</summary>
+      <p class="mono wrap">${operations.never_called.map(esc).join(", ") || "none"}</p></details>`;
+}
+
 function compact(object) {    // {status: 503, message: "down"} -> "status: 503, message: down"
   return Object.entries(object || {}).map(([key, value]) =>
     `${key}: ${value !== null && typeof value === "object" ? JSON.stringify(value) : value}`).join(", ");
@@ -805,7 +856,21 @@ function tick() {
 
 document.addEventListener("visibilitychange", () => { if (!document.hidden) tick(); });
 
+// a pure recording proxy (every API path forwarded): the mock's clock and reset have nothing to act on
+async function loadMode() {
+  let reply;
+  try {
+    reply = await call(`${ROOT}/_mock/health`);
+  } catch {
+    return;
+  }
+  const proxy = Boolean(reply.ok && reply.body && reply.body.forwards === "all");
+  $("#clock-controls").hidden = proxy;
+  $("#proxy-mode").hidden = !proxy;
+}
+
 calls.filters = callFilters();
+loadMode();
 showView(location.hash.slice(1) || "calls");
 loadSandboxes();
 loadOperations();

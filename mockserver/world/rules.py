@@ -1,0 +1,160 @@
+"""One scenario rule at run time: whether it fires for a call, what it does, and when it is spent.
+
+A rule belongs to one step of the request path, its `phase` (api/pipeline.py tries each phase's rules
+at its step):
+
+    route -> [before_auth] -> authenticate -> rate limit -> authorize -> validate
+          -> [after_validation] -> handler -> [after_handler] -> reply
+
+`after_validation` is the default. An `after_handler` rule lets the handler run (and change the state),
+then replaces the reply: the call is committed, then fails.
+
+A rule expires: after `times` firings, or at `until` on the sandbox's clock (and its `window`, when it
+has one, closes). An expired rule no longer matches, counts nor fires. `fired` counts how often a rule
+acted on a call, `count` how often its conditions held (its `matched`).
+"""
+
+import fnmatch
+import random
+
+from mockserver.core.clock import iso
+from mockserver.edge.faults import FAULTS
+from mockserver.world.strictness import moment, service_matches
+
+BEFORE_AUTH, AFTER_VALIDATION, AFTER_HANDLER = "before_auth", "after_validation", "after_handler"
+PHASES = (BEFORE_AUTH, AFTER_VALIDATION, AFTER_HANDLER)     # in the order a call meets them
+
+
+class Fired:
+    __slots__ = ("name", "effects")
+
+    def __init__(self, name, effects):
+        self.name = name
+        self.effects = effects
+
+
+class Rule:
+    phase = AFTER_VALIDATION                   # class defaults: a world saved before these existed reads back
+    times = None                               # fire at most this often
+    until = None                               # clock seconds from which the rule no longer fires
+
+    def __init__(self, scenario, index, raw, seed):
+        self.name = f"{scenario}/{raw.get('name', f'rule-{index + 1}')}"
+        self.match = raw.get("match", {})
+        self.effect = raw["effect"]
+        self.window = raw.get("window")
+        self.phase = raw.get("phase", AFTER_VALIDATION)
+        self.times = raw.get("times")
+        self.until = moment(raw["until"]) if "until" in raw else None
+        self.count = 0
+        self.fired = 0
+        self.opened = None                     # when the window opens (clock seconds), once known
+        self.window_calls = 0                  # matching calls seen inside the window
+        self._random = random.Random(f"{seed}:{self.name}")
+
+    def expired(self, now):
+        """Spent: fired `times` times, or past `until` on the clock."""
+        return ((self.times is not None and self.fired >= self.times)
+                or (self.until is not None and now >= self.until))
+
+    def matches(self, operation, method, path, token, headers, body, now=0.0, target=None):
+        m = self.match
+        if self.expired(now) or not self._holds(m, operation, method, path, token, headers, body, target):
+            return False
+        self.count += 1
+        if self.window is not None and not self._in_window(now):
+            return False
+        n = self.count
+        if "nth" in m and n != m["nth"]:
+            return False
+        if "every" in m and n % m["every"]:
+            return False
+        if "first" in m and n > m["first"]:
+            return False
+        if "probability" in m and self._random.random() >= m["probability"]:
+            return False
+        self.fired += 1
+        return True
+
+    @staticmethod
+    def _holds(m, operation, method, path, token, headers, body, target):
+        """Whether the match conditions (all but the count ones) hold for a call."""
+        if "operation" in m and m["operation"] != operation.operation_id:
+            return False
+        if "method" in m and m["method"] != method:
+            return False
+        if "path" in m and not (m["path"] == operation.template or fnmatch.fnmatchcase(path, m["path"])):
+            return False
+        if "token" in m and (token is None or m["token"] not in (token.name, token.value)):
+            return False
+        for name, wanted in m.get("headers", {}).items():
+            if not fnmatch.fnmatchcase(headers.get(name.lower(), ""), wanted):
+                return False
+        for dotted, wanted in m.get("body", {}).items():
+            if dig(body, dotted) != wanted:
+                return False
+        return "service" not in m or service_matches(m["service"], target() if target else None)
+
+    def _in_window(self, now):
+        """Whether a matching call at `now` falls in the rule's window (and counts as one of its calls)."""
+        w = self.window
+        if self.opened is None:                # from its start, or `after` seconds past the first matching call
+            self.opened = moment(w["start"]) if "start" in w else now + w.get("after", 0)
+        if now < self.opened or ("seconds" in w and now >= self.opened + w["seconds"]):
+            return False
+        if "calls" in w and self.window_calls >= w["calls"]:
+            return False
+        self.window_calls += 1
+        return True
+
+    def rewind(self, seed):
+        self.count = self.fired = self.window_calls = 0
+        self.opened = None
+        self._random = random.Random(f"{seed}:{self.name}")
+
+    def effects(self):
+        e = self.effect
+        out: dict[str, object] = {"rule": self.name}
+        for fault in FAULTS:
+            if e.get(fault) not in (None, False):
+                out[fault] = e[fault]
+        if "status" in e:
+            message = e.get("message", f"injected by scenario rule {self.name}")
+            out["reply"] = {"status": e["status"], "message": message}
+        if e.get("latency_ms"):
+            out["latency"] = e["latency_ms"] / 1000
+        for flag in ("drop", "exhaust_rate_limit", "webhook_failures"):
+            if e.get(flag):
+                out[flag] = e[flag]
+        if "deployment" in e:
+            d = e["deployment"]
+            out["deployment"] = {"fail_at": d.get("fail_at"), "fail_state": d.get("state"),
+                                 "stall_at": d.get("stall"), "durations": d.get("durations"),
+                                 "reads": d.get("reads"), "reads_per_step": d.get("reads_per_step")}
+        return out
+
+    def describe(self, now=None):
+        out = {"name": self.name, "phase": self.phase, "match": self.match, "effect": self.effect,
+               "matched": self.count, "fired": self.fired}
+        if self.window is not None:
+            out["window"] = {**self.window, "opened_at": iso(self.opened) if self.opened is not None else None,
+                             "calls_in_window": self.window_calls}
+        if self.times is not None:
+            out["times"] = self.times
+        if self.until is not None:
+            out["until"] = iso(self.until)
+        if self.times is not None or self.until is not None:
+            out["expired"] = self.expired(now if now is not None else float("-inf"))
+        return out
+
+
+def dig(body, dotted):
+    value = body
+    for part in dotted.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return None
+    return value
