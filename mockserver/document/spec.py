@@ -122,7 +122,8 @@ class Spec:
         body, body_required = None, False
         if "requestBody" in raw:
             media = raw["requestBody"]["content"]["application/json"]
-            body = Validator(to_json_schema(media["schema"], self.components))
+            body = Validator(to_json_schema(media["schema"], self.components),
+                             secret="Secret" in raw.get("operationId", ""))
             body_required = raw["requestBody"].get("required", False)
         responses = {}
         for status, response in raw["responses"].items():

@@ -58,9 +58,11 @@ class Validator:
     """Validate one kind of value: `errors(value, "body")` -> [(location, message), ...].
 
     `secret_fields`: the field names whose values are secrets (SECRET_FIELDS and the schema's writeOnly
-    properties); no message quotes such a value, nor anything inside one or holding one."""
+    properties); no message quotes such a value, nor anything inside one or holding one. With `secret` (the
+    body of a secret operation, where a secret pasted into any field would be echoed) no message quotes any
+    value sent."""
 
-    def __init__(self, schema):
+    def __init__(self, schema, secret=False):
         self.schema = schema
         self.secret_fields = SECRET_FIELDS | write_only(schema)
         # fields whose value holds secret fields (a registry's `config`, `tf_vars`): a value sent there in
@@ -68,6 +70,8 @@ class Validator:
         self.secret_containers = holding(schema, self.secret_fields | {SECRET_MARKER})
         self.holds_secrets = bool(self.secret_containers or property_names(schema) & self.secret_fields)
         self._hidden = HIDDEN | self.secret_fields | holding(schema, HIDDEN | self.secret_fields)
+        if secret:
+            self._hidden = self._hidden | property_names(schema)
         self._fast = jsonschema_rs.validator_for(schema, validate_formats=True)
         self._full = jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker())
 

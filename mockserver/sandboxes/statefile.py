@@ -45,7 +45,7 @@ from mockserver.world.frozen import dumps, loads
 
 log = logging.getLogger("mockserver")
 MAGIC = b"IDP-MOCKSERVER-STATE\n"
-VERSION = 4                                # 4: modules moved into groups (the saved classes' paths changed)
+VERSION = 5                                # 5: journaled calls keep a trace id (4: modules moved into groups)
 READS = (VERSION,)                         # a state file of an earlier format is refused in one line
 HEADER = struct.Struct(">I16s32sQ")        # format version, mockserver version, HMAC-SHA256, payload length
 SIGNED = struct.Struct(">I16sQ")           # what of the header the code covers (with the magic and payload)
@@ -197,6 +197,8 @@ def prepare(path):
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise StateFolderError(path, "it is a folder; give the path of a file in it")
+    if os.path.exists(path) and not os.path.isfile(path):       # a FIFO would hang the start, a device be overwritten
+        raise StateFolderError(path, "it is not a regular file (a FIFO, socket or device); give the path of a file")
     if not os.path.isdir(folder):
         problem = "does not exist" if not os.path.exists(folder) else "is not a folder"
         raise StateFolderError(path, f"its folder {folder} {problem}")
@@ -283,6 +285,8 @@ def restore(server, path):
     server.sandboxes.live.clear()
     for box in state["sandboxes"]:
         box.last_used = now                  # the time the server was down does not count as idle
+        if not box.asleep:                   # saved by a server that traced or not: this one's tracer (or None)
+            box.rt.tracer = server.shared.tracer
         server.sandboxes.live[box.name] = box
     server.sandboxes.get_quietly("default")
     server.snapshots = {snap.name: snap for snap in state["snapshots"]}

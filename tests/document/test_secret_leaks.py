@@ -54,6 +54,22 @@ def test_a_secret_in_the_wrong_shape_is_neither_echoed_nor_journaled(client, wha
     assert SECRET not in str(calls)
 
 
+PASTED = "hunter2-pasted-by-mistake"          # no known shape of a credential: only its place tells
+
+
+@pytest.mark.parametrize("body", [{"key": f"K {PASTED}", "value": "v"}, {"key": [PASTED], "value": "v"},
+                                  {"key": "K", "value": "v", "description": PASTED * 40},
+                                  {"key": "K", "value": 5, "description": PASTED}, {"key": PASTED},
+                                  {"key": "K", "value": "v", "description": 7, "note": PASTED}])
+def test_a_secret_pasted_into_any_field_of_a_refused_secret_request_is_neither_echoed_nor_journaled(client, body):
+    reply = client.post(f"/application/{APP}/secret", json=body)
+    assert_error(reply, 400)
+    assert PASTED not in reply.text
+    calls = client.get("/_mock/calls").json()
+    assert calls["total"] == 1 and PASTED not in str(calls)
+    assert set(calls["results"][0]["body"]) == set(body)          # its shape kept: which fields were sent
+
+
 def test_the_journal_still_shows_what_is_not_secret(client):
     client.post(f"/environment/{ENV}/terraform", json=WRONG_SHAPES[8][2])
     call = client.get("/_mock/calls").json()["results"][0]

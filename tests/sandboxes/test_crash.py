@@ -60,6 +60,7 @@ def names_in(url, box):
     return {project["name"] for project in reply.json()["results"]}
 
 
+@pytest.mark.timeout(1200)            # ten starts over a state of 20 MB: minutes on a loaded machine
 def test_a_kill_9_at_any_moment_loses_no_acknowledged_write(tmp_path):
     state = tmp_path / "state.bin"
     mock = Mock(state)

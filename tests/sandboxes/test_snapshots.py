@@ -269,8 +269,13 @@ def test_reads_alone_never_rewrite_the_state_file(tmp_path):
             assert http.get("/_mock/health").status_code == 200
             assert http.get(f"/organization/{ORG}/project").status_code == 200
             assert http.get("/_mock/calls").status_code == 200
+            assert http.post(f"/organization/{ORG}/project", json={"name": 7}).status_code == 400
+            assert http.delete(f"/project/{ORG}").status_code == 404
+            assert http.put("/_mock/scenarios/broken", content=b"rules: [").status_code == 400
             time.sleep(0.1)
-        assert os.stat(path).st_mtime_ns == saved        # nothing changed, nothing written
+        assert os.stat(path).st_mtime_ns == saved        # nothing changed (reads, 400s, 404s), nothing written
+        assert not list(tmp_path.glob("state.bin.log.*")) or all(
+            p.stat().st_size == 0 for p in tmp_path.glob("state.bin.log.*"))          # nor logged
         assert http.get("/sandbox/made-by-a-read/organization").status_code == 200     # a new sandbox is a change
         _wait_saved(path, saved)
     finally:

@@ -74,6 +74,18 @@ def test_a_state_file_in_a_missing_folder_stops_the_start_with_one_line(tmp_path
     assert f"its folder {tmp_path / 'not-there'} does not exist" in stderr and "does not start" in stderr
 
 
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_fifo_or_a_device_as_the_state_file_stops_the_start_with_one_line(tmp_path, kind):
+    if kind == "fifo":
+        path = tmp_path / "state.fifo"
+        os.mkfifo(path)
+    else:
+        path = "/dev/null"
+    code, stderr = start_refused("--state-file", str(path))
+    assert code == 2 and len(stderr.strip().splitlines()) == 1
+    assert "is not a regular file" in stderr
+
+
 @pytest.fixture
 def read_only_folder(tmp_path):
     """A folder this user cannot write in: chmod 0555, or, for root (who writes anyway), a read-only tmpfs."""

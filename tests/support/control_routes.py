@@ -14,6 +14,7 @@ CONTROL_REQUESTS = {
     ("GET", "/_mock/calls?limit=5"): None,
     ("POST", "/_mock/calls/verify"): {"method": "GET", "at_least": 0},
     ("GET", "/_mock/calls/coverage"): None,
+    ("GET", "/_mock/usage?scope=mock"): None,
     ("GET", "/_mock/calls/rows?limit=5"): None,
     ("GET", "/_mock/calls/1"): None,
     ("GET", "/_mock/calls/export?format=har"): None,
@@ -26,7 +27,8 @@ CONTROL_REQUESTS = {
     ("GET", "/_mock/scenarios/fuzz"): None,
     ("DELETE", "/_mock/scenarios/fuzz"): None,
     ("GET", "/_mock/webhooks/deliveries"): None,
-    ("POST", "/_mock/tokens"): {"scopes": ["Read"], "ttl_seconds": 60},
+    ("POST", "/_mock/tokens"): {"scopes": ["Read"], "ttl_seconds": 60,
+                                "organization": "8d3e6a4b-1f2c-4b7a-9e1d-3c5f7a9b2d10"},
     ("PUT", "/_mock/sandboxes/fuzz-box"): {"clock": "manual", "rate_limit": "5/10s"},
     ("GET", "/_mock/sandboxes/fuzz-box"): None,
     ("POST", "/_mock/sandboxes/fuzz-box/reset"): {},
@@ -52,6 +54,7 @@ CONTROL_REQUESTS = {
 
 CONTROL_TEMPLATES = {
     "/_mock/calls?limit=5": "/_mock/calls", "/_mock/calls/rows?limit=5": "/_mock/calls/rows",
+    "/_mock/usage?scope=mock": "/_mock/usage",
     "/_mock/calls/1": "/_mock/calls/{id:int}",
     "/_mock/calls/export?format=har": "/_mock/calls/export", "/_mock/scenarios/fuzz": "/_mock/scenarios/{name}",
     "/_mock/sandboxes/fuzz-box": "/_mock/sandboxes/{name}",

@@ -16,7 +16,7 @@ from mockserver.world.commits import NO_COMMITS
 from mockserver.world.deployments import repository_of
 from mockserver.world.store import Entry
 
-ITEM_PARAMS = tuple(name for kind in SERVICE_KINDS for name in kind.params)   # one of them names the record
+ITEM_PARAMS = frozenset(name for kind in SERVICE_KINDS for name in kind.params)   # one of them names the record
 DATABASE_PORTS = {"POSTGRESQL": 5432, "MYSQL": 3306, "MONGODB": 27017, "REDIS": 6379}
 RESOURCES = {"cpu": 500, "memory": 512, "min_running_instances": 1, "max_running_instances": 1}
 EDITABLE = {
@@ -233,7 +233,7 @@ def view(rt, entry):
 # ---------------------------------------------------------------- lookups
 def service(ctx, kind, ident=None):
     if ident is None:
-        ident = next(ctx.params[name] for name in ITEM_PARAMS if name in ctx.params)
+        ident = next(value for name, value in ctx.params.items() if name in ITEM_PARAMS)
     entry = ctx.rt.store.services.find(ident, ctx.org)
     if entry is None or entry.meta["kind"] != kind:
         raise not_found(kind, ident)
