@@ -10,7 +10,7 @@ The same is done right after a world is read back (`settle`, called by world.tha
 new sandboxes never piles up young objects. A collection then only ever walks what is younger than a
 second and newer than the last world made. Frozen objects are still freed as
 soon as nothing refers to them; only a cycle formed among objects older than a second would wait,
-and the bench (bench/fleet.py) and tests/test_fleet_memory.py check that serving leaves none.
+and the bench (bench/fleet.py) and tests/process/test_fleet_memory.py check that serving leaves none.
 
 When much memory was let go (sandboxes deleted, journals trimmed), `release()` asks the allocator
 (process/allocator.py) to hand free pages back to the system, at most once a second, so that the resident

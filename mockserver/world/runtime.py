@@ -43,7 +43,7 @@ class Context:
 class Runtime:
     """A world. Its parts that need the world back (webhooks, deployments) hold a weak reference to it,
     so a world's object graph has no cycle: dropping the last reference to a retired world frees it at
-    once (tests/test_fleet_memory.py checks this with the collector off). `close()` lets go of what a
+    once (tests/process/test_fleet_memory.py checks this with the collector off). `close()` lets go of what a
     live world holds outside itself: webhook attempts in flight, their HTTP client, its journal's share
     of the memory budget."""
 

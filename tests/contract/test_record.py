@@ -372,7 +372,7 @@ def test_the_inspector_shows_a_forwarded_calls_drift(processes, page):
         expect(detail).to_contain_text("the upstream (recorded)")
         expect(detail.locator("ul.drift li")).to_have_count(3)
         expect(detail).to_contain_text("$.updated_at")
-        expect(detail).to_contain_text("a field the document does not declare")
+        expect(detail).to_contain_text("the platform sends a field the document does not have")
         rows.nth(1).click()
         expect(detail).to_contain_text("the mock")
         expect(detail.locator("ul.drift")).to_have_count(0)
