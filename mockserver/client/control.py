@@ -48,17 +48,20 @@ class Client:
     (the default sandbox at the root); health, the sandbox and snapshot registries and the documents on the
     whole mock. Handles of one mock share one HTTP client; `stop()` on the root also stops a mock it started."""
 
-    def __init__(self, url, *, control_token=None, sandbox=None, tokens=None, http=None, timeout=30.0, owner=None):
+    def __init__(self, url, *, control_token=None, sandbox=None, tokens=None, http=None, timeout=30.0, owner=None,
+                 pool=None):
         self.root = str(url).rstrip("/")
         if sandbox is not None and not SANDBOX_NAME.match(sandbox):
             raise ValueError(f"not a sandbox name: {sandbox!r} (1 to 64 of A-Z a-z 0-9 _ . -)")
         self.sandbox = sandbox
         self.url = f"{self.root}/sandbox/{sandbox}" if sandbox else self.root
         self.control_token = control_token if control_token is not None else os.environ.get("MOCKSERVER_CONTROL_TOKEN")
-        self.http = http if http is not None else httpx.Client(base_url=self.url, timeout=timeout)
+        # one connection pool (and one TLS set-up, which costs milliseconds) for the root and all its sandboxes
+        self._pool = pool if pool is not None or http is not None else httpx.HTTPTransport()
+        self.http = http if http is not None else httpx.Client(base_url=self.url, timeout=timeout, transport=self._pool)
         self._tokens = tokens
         self._owner = owner                        # the process or container this handle started (its root only)
-        self._owns_http = http is None
+        self._owns_http = http is None and pool is None
         self.private_snapshots = {}                # name given -> name stored, for this sandbox only
 
     @classmethod
@@ -294,7 +297,7 @@ class Client:
         tokens = None if options.get("fixtures") else self._tokens
         shared = self.http if isinstance(self._owner, _Lifespan) else None
         return Client(self.root, control_token=self.control_token, sandbox=name, tokens=tokens, http=shared,
-                      timeout=self.http.timeout)
+                      timeout=self.http.timeout, pool=self._pool)
 
     def delete_sandbox(self, name=None, snapshots=None):
         """Delete a sandbox (default: this handle's, with the private snapshots saved from it); `snapshots=
