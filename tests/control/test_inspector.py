@@ -5,6 +5,7 @@ view lists the user's own activity first."""
 import json
 import re
 import socket
+import time
 
 import httpx
 import pytest
@@ -305,6 +306,17 @@ LONG_RULES = ("name: long-rules\nrules:\n" + "".join(
     for index in range(3)))
 
 
+def box_of(locator, tries=10):
+    """The element's box. The page renders its lists anew every second, and an element measured just as it is
+    replaced has none: measured again, the new one has."""
+    for _ in range(tries):
+        box = locator.bounding_box()
+        if box is not None:
+            return box
+        time.sleep(0.1)
+    raise AssertionError(f"{locator} has no box: it is not shown")
+
+
 @pytest.mark.server
 @pytest.mark.browser
 def test_scenario_counts_stay_in_view_at_1280_px_whatever_the_rules_hold(ui, mock, page):
@@ -314,9 +326,9 @@ def test_scenario_counts_stay_in_view_at_1280_px_whatever_the_rules_hold(ui, moc
     page = ui("scenarios")
     card = page.locator('[data-scenario="long-rules"]')
     expect()(card.locator("[data-testid=fired]")).to_have_count(3)
-    frame = card.locator(".table-wrap").bounding_box()
+    frame = box_of(card.locator(".table-wrap"))
     for cell in card.locator("[data-testid=fired], [data-testid=matched]").all():
-        box = cell.bounding_box()
+        box = box_of(cell)
         assert box["width"] > 0 and box["x"] >= frame["x"] and box["x"] + box["width"] <= frame["x"] + frame["width"]
         assert box["x"] + box["width"] <= 1280
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280       # nothing to scroll sideways
