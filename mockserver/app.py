@@ -92,8 +92,9 @@ class MockServer(Worlds):
                 await self._home(scope, requestid.tagged(scope, cors.added(scope, send)), name, prefix)
                 return
             forwarded = self.recorder is not None and self.recorder.forwards(scope["method"], path)
-            if name not in self.sandboxes.live and not forwarded:    # the upstream's tokens are not ours
-                self._check_may_create(scope, name)
+            live = self.sandboxes.live.get(name)
+            if (live is None or live.expires and live.expired()) and not forwarded:   # the upstream's tokens
+                self._check_may_create(scope, name)                                    # are not ours
             box = self.sandboxes.get(name)
             box.calls += 1
         except ApiError as error:

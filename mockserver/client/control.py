@@ -286,7 +286,7 @@ class Client:
 
     def create_sandbox(self, name, **options):
         """A fresh sandbox `name` (from the fixtures, or as the options say: clock, start, seed, rate_limit,
-        scenarios, fixtures, snapshot, journal_body_limit, poll_progress); the server's record of it."""
+        scenarios, fixtures, snapshot, journal_body_limit, poll_progress, expires); the server's record of it."""
         return self._control("PUT", f"/sandboxes/{name}", scoped=False, json=options)
 
     def in_sandbox(self, name, **options):

@@ -3,14 +3,15 @@
     PUT /_mock/sandboxes/{name}
     {"clock": "manual", "start": "2026-01-01T00:00:00Z", "seed": 7, "rate_limit": "5/10s",
      "scenarios": ["flaky-status", {name: ..., rules: [...]}], "fixtures": "/srv/other-fixtures",
-     "snapshot": "three-envs", "journal_body_limit": 1048576,
+     "snapshot": "three-envs", "journal_body_limit": 1048576, "expires": {"seconds": 600, "calls": 50},
      "poll_progress": {"reads": 3, "services": {"kind": "APPLICATION"}, "actions": ["DEPLOY"]}}
 
 No option: a copy of the server's start world (fast). `snapshot`: a copy of that snapshot.
 `fixtures`, `seed` or `start`: a world built for them through the handlers (a few ms), since
 ids, generated values and record times depend on them. `clock`, `rate_limit`, `scenarios`, `poll_progress`
 (a scenario named poll-progress: actions that move by status reads, progress_scenario) and
-`journal_body_limit` (bytes of a body the journal keeps whole) are then applied to the copy. The
+`journal_body_limit` (bytes of a body the journal keeps whole) are then applied to the copy. `expires` is the
+sandbox's, not its world's (sandbox.py): it ends after `seconds` on its own clock or after `calls` API calls. The
 result is frozen again as the world a reset goes back to.
 """
 
@@ -43,6 +44,9 @@ SCHEMA = {
         "fixtures": {"type": "string", "minLength": 1, "maxLength": 4096},
         "snapshot": {"type": "string", "minLength": 1, "maxLength": 64},
         "journal_body_limit": {"type": "integer", "minimum": 1024, "maximum": MAX_JOURNAL_BODY},
+        "expires": {"type": "object", "additionalProperties": False, "minProperties": 1, "properties": {
+            "seconds": {"type": "number", "exclusiveMinimum": 0, "maximum": 10 ** 9},
+            "calls": {"type": "integer", "minimum": 1, "maximum": 10 ** 12}}},
         "poll_progress": {"type": "object", "additionalProperties": False, "properties": {
             "reads": {"type": "integer", "minimum": 1, "maximum": 10000},
             "reads_per_step": {"type": "integer", "minimum": 1, "maximum": 10000},

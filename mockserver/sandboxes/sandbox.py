@@ -62,7 +62,7 @@ class Sandbox:
     shows of a sleeping sandbox was noted when it fell asleep."""
 
     __slots__ = ("name", "_rt", "origin", "source", "created_at", "last_used", "calls", "inflight", "shared",
-                 "_sleeping", "_clock", "_noted")
+                 "_sleeping", "_clock", "_noted", "expires", "born")
 
     def __init__(self, name, rt, origin, source, now, shared=None):
         self.name = name
@@ -77,6 +77,8 @@ class Sandbox:
         self._sleeping = None                   # the world's compressed bytes while it sleeps
         self._clock = None                      # its clock meanwhile (the listing reads it)
         self._noted = None                      # what describe() shows of it meanwhile
+        self.expires = None                     # {"seconds": on its clock, "calls": API calls}: when it ends
+        self.born = 0.0                         # when it was made, on its own clock
 
     @property
     def rt(self):
@@ -114,6 +116,18 @@ class Sandbox:
         rt.clock = self._clock                 # the same clock, which went on meanwhile
         self.rt = rt
 
+    def expired(self):
+        """Why the sandbox has ended (its `expires` option reached), or None while it lives."""
+        if not self.expires:
+            return None
+        calls, seconds = self.expires.get("calls"), self.expires.get("seconds")
+        if calls is not None and self.calls >= calls:
+            return f"it expired after {calls} API call(s)"
+        clock = self._rt.clock if self._rt is not None else self._clock
+        if seconds is not None and clock.now() - self.born >= seconds:
+            return f"it expired {seconds:g} s after it was made, on its clock"
+        return None
+
     def retire(self):
         """The sandbox is gone: its world lets go of what it holds (nothing to do while it sleeps)."""
         if self._rt is not None:
@@ -125,7 +139,8 @@ class Sandbox:
                     "clock": self._clock.describe(), "asleep": True}
         rt = self._rt
         counts = rt.store.count()
-        return {"name": self.name, "source": self.source, "created_at": _iso(self.created_at),
+        return {**({"expires": self.expires} if self.expires else {}),
+                "name": self.name, "source": self.source, "created_at": _iso(self.created_at),
                 "last_used_at": _iso(self.last_used), "calls": self.calls,
                 "resources": sum(counts.values()), "journal_entries": len(rt.journal.entries),
                 "active_deployments": len(rt.lifecycle.active), "scenarios": sorted(rt.scenarios.active),
@@ -147,6 +162,9 @@ class Sandboxes:
     def get(self, name):
         """The sandbox of a request: made from the defaults on first use."""
         box = self.live.get(name)
+        if box is not None and box.expires and box.expired():       # ended: the call meets a fresh one
+            self.forget(self.live.pop(name))
+            box = None
         if box is None:
             box = self.create(name)
         box.last_used = self.wall()
@@ -177,6 +195,11 @@ class Sandboxes:
     def find(self, name):
         """The live sandbox `name`, or a 404 that names it and the closest existing names."""
         box = self.live.get(name)
+        ended = box.expired() if box is not None and box.expires else None
+        if ended:
+            self.forget(self.live.pop(name))
+            raise ApiError(404, f"sandbox {name} does not exist: {ended} (an API call with a credential makes a "
+                                f"fresh one; PUT /_mock/sandboxes/{name} too)")
         if box is None:
             near = difflib.get_close_matches(name, list(self.live), n=3, cutoff=0.6)
             hint = f"; did you mean {', '.join(near)}?" if near else ""

@@ -96,7 +96,9 @@ class Worlds:
         rt, origin, source = world_for(self, options, fixtures)
         _own(rt, name)
         self.changes += 1
-        return Sandbox(name, rt, origin, source, self.sandboxes.wall(), self.shared)
+        box = Sandbox(name, rt, origin, source, self.sandboxes.wall(), self.shared)
+        box.expires, box.born = options.get("expires"), rt.clock.now()
+        return box
 
     def forget(self, box):
         """A sandbox was deleted, replaced or expired: its world is freed now, or, when many go at once,
