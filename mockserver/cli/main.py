@@ -662,25 +662,33 @@ def use_allocator(wanted):
 
 
 # ---------------------------------------------------------------- the commands
-def export(args):
-    """GET /_mock/state/export of a running mock, to a file or standard output; exit 2 on any failure."""
+def control_get(command, args, path, params):
+    """GET a control route of the running mock at --url (for --sandbox, with --control-token): its reply, or None
+    when it could not be asked or answered other than 200 (said in one line on stderr)."""
     import httpx
-    url = f"{args.url.rstrip('/')}/_mock/state/export"
+    url = f"{args.url.rstrip('/')}/_mock{path}"
     headers = {"X-Mock-Sandbox": args.sandbox} if args.sandbox else {}
     if args.control_token:
         headers["Authorization"] = f"Bearer {args.control_token}"
-    params = {"secrets": "include"} if args.include_secrets else {}
     try:
         reply = httpx.get(url, params=params, headers=headers, timeout=30)
     except httpx.HTTPError as error:
-        print(f"mockserver export: cannot reach {url}: {error or type(error).__name__}", file=sys.stderr)
-        return 2
+        print(f"mockserver {command}: cannot reach {url}: {error or type(error).__name__}", file=sys.stderr)
+        return None
     if reply.status_code != 200:
         try:
             message = reply.json().get("message", "")
         except ValueError:
-            message = reply.text.strip().splitlines()[0] if reply.text.strip() else ""
-        print(f"mockserver export: {url} answered {reply.status_code} {message}".rstrip(), file=sys.stderr)
+            message = reply.text.strip().splitlines()[0][:200] if reply.text.strip() else ""
+        print(f"mockserver {command}: {url} answered {reply.status_code} {message}".rstrip(), file=sys.stderr)
+        return None
+    return reply
+
+
+def export(args):
+    """GET /_mock/state/export of a running mock, to a file or standard output; exit 2 on any failure."""
+    reply = control_get("export", args, "/state/export", {"secrets": "include"} if args.include_secrets else {})
+    if reply is None:
         return 2
     if args.output is None:
         sys.stdout.write(reply.text)
@@ -700,24 +708,8 @@ def usage(args):
     fired, 2 when the mock cannot be asked."""
     import json
 
-    import httpx
-    root = args.url.rstrip("/")
-    url = f"{root}/_mock/usage"
-    params = {} if args.sandbox else {"scope": "mock", "prefix": args.prefix}
-    headers = {"X-Mock-Sandbox": args.sandbox} if args.sandbox else {}
-    if args.control_token:
-        headers["Authorization"] = f"Bearer {args.control_token}"
-    try:
-        reply = httpx.get(url, params=params, headers=headers, timeout=30)
-    except httpx.HTTPError as error:
-        print(f"mockserver usage: cannot reach {url}: {error or type(error).__name__}", file=sys.stderr)
-        return 2
-    if reply.status_code != 200:
-        try:
-            message = reply.json().get("message", "")
-        except ValueError:
-            message = reply.text.strip()[:200]
-        print(f"mockserver usage: {url} answered {reply.status_code} {message}".rstrip(), file=sys.stderr)
+    reply = control_get("usage", args, "/usage", {} if args.sandbox else {"scope": "mock", "prefix": args.prefix})
+    if reply is None:
         return 2
     report = reply.json()
     print(json.dumps(report, indent=2) if args.json else "\n".join(usage_lines(report, args)))
