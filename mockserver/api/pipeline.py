@@ -1,8 +1,8 @@
 """The request path of one API call, top to bottom, in one place:
 
-    route -> pump the clock -> authenticate -> rate limit -> authorize
-          -> parse and validate path, query and body -> scenario rules -> handler
-          -> render (errors in one place) -> journal
+    route -> pump the clock -> [rules: before_auth] -> authenticate -> rate limit -> authorize
+          -> parse and validate path, query and body -> [rules: after_validation] -> handler
+          -> [rules: after_handler] -> render (errors in one place) -> journal
 
 `Pipeline.api` answers a call in the world (a Runtime) the ASGI app chose for it (app.py); nothing here knows
 that other worlds exist. Every failure is an ApiError rendered once, here, into the spec's error body; every
