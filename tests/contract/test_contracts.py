@@ -15,7 +15,6 @@ from pact import Verifier
 from support import ROOT
 from support.http import assert_error
 from support.ids import APP, CLUSTER, ORG
-from support.live import LiveServer
 
 pytestmark = pytest.mark.server
 
@@ -30,14 +29,6 @@ rules:
 APPLICATION = {"name": "web", "git_repository": {"url": "https://codehost1.com/acme/web.git", "branch": "main"},
                "build_mode": "DOCKER", "cpu": 500, "memory": 512,
                "ports": [{"internal_port": 8080, "publicly_accessible": True}]}
-
-
-@pytest.fixture(scope="module")
-def recorder():
-    """The mock the client's tests run against (manual clock)."""
-    server = LiveServer("--clock", "manual")
-    yield server
-    server.stop()
 
 
 def sandbox(server, name, **options):

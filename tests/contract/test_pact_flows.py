@@ -23,13 +23,6 @@ APPLICATION = {"name": "shop", "git_repository": {"url": "https://codehost1.com/
 
 
 @pytest.fixture(scope="module")
-def recorder():
-    server = LiveServer("--clock", "manual")
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def verifier_mock():
     """The fresh mock every pact of this module is verified against."""
     server = LiveServer("--clock", "manual")

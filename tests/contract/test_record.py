@@ -26,27 +26,13 @@ from support import ROOT
 from support.cli import one_line, run
 from support.http import free_port, wait_for
 from support.ids import ADMIN, ORG
-from support.upstream import PLATFORM, PLATFORM_TOKEN, Process, Tiny, Upstream, platform_folder
+from support.upstream import PLATFORM, PLATFORM_TOKEN, Tiny, Upstream, platform_folder
 
 from mockserver.document.spec import Spec
 from mockserver.world.export import project
 
 SECRETS = ("s3cret-APP-value-41c7", "registry-PASSWORD-88e2", "webhook-SIGNING-secret-1d90")
 HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "te", "trailer", "upgrade"}
-
-
-@pytest.fixture
-def processes():
-    started = []
-
-    def start(command, *args):
-        process = Process(command, *args)
-        started.append(process)
-        return process
-    yield start
-    for process in started:
-        if process.process.poll() is None:
-            process.stop()
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 from support.ids import ADMIN, ORG
-from support.upstream import Dribbling, Process, Upstream
+from support.upstream import Dribbling, Upstream
 
 WEBHOOK = "1c3e5a7c-9e1b-4d3f-8a5c-7e9b1d3f5a70"
 CLUSTER = "c1a5e7d9-3b2f-4e6a-8d1c-9f7b5a3e1d42"
@@ -116,20 +116,6 @@ def platform_answer(request):
                ("Set-Cookie", f"sid={REPLIED['cookie']}; Path=/"), ("X-RateLimit-Limit", "1000"),
                ("X-RateLimit-Remaining", "999"), ("X-RateLimit-Reset", "1900000000")]
     return (200 if request["method"] == "GET" else 201), headers, json.dumps(body).encode()
-
-
-@pytest.fixture
-def processes():
-    started = []
-
-    def start(command, *args):
-        process = Process(command, *args)
-        started.append(process)
-        return process
-    yield start
-    for process in started:
-        if process.process.poll() is None:
-            process.stop()
 
 
 def walk_with_credentials(recorder):

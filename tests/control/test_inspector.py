@@ -11,7 +11,7 @@ import httpx
 import pytest
 import yaml
 from support import ROOT
-from support.browser import screenshot
+from support.browser import expect, screenshot
 from support.http import free_port
 from support.ids import ADMIN, APP, CONTAINER, ENV, ORG, PROJECT
 
@@ -156,32 +156,6 @@ def test_the_page_and_its_files_are_served_from_the_package(client):
 
 
 # ================================================================ the page in Chromium
-@pytest.fixture
-def mock(live_manual):
-    with httpx.Client(base_url=live_manual.url, headers=ADMIN, timeout=10) as http:
-        assert http.post("/_mock/reset", json={"scenarios": True}).status_code == 200
-        yield http
-
-
-@pytest.fixture
-def ui(page, live_manual, mock):
-    """The page open on a view; JavaScript errors fail the test."""
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-
-    def open_view(view="calls", base=live_manual.url):
-        page.goto(f"{base}/_mock/ui#{view}")
-        return page
-
-    yield open_view
-    assert errors == []
-
-
-def expect():
-    from playwright.sync_api import expect as playwright_expect
-    return playwright_expect
-
-
 @pytest.mark.server
 @pytest.mark.browser
 def test_calls_appear_live_and_open_with_request_and_response(ui, mock):

@@ -7,7 +7,7 @@ import json
 
 import httpx
 import pytest
-from support.browser import screenshot
+from support.browser import expect, screenshot
 from support.ids import ADMIN
 from support.upstream import Upstream
 
@@ -67,32 +67,6 @@ def test_health_says_whether_every_api_path_is_forwarded(make_server):
 
 
 # ================================================================ the page in Chromium
-@pytest.fixture
-def mock(live_manual):
-    with httpx.Client(base_url=live_manual.url, headers=ADMIN, timeout=10) as http:
-        assert http.post("/_mock/reset", json={"scenarios": True}).status_code == 200
-        yield http
-
-
-@pytest.fixture
-def ui(page):
-    """The page open on a view of a mock; JavaScript errors fail the test."""
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-
-    def open_view(base, view="calls"):
-        page.goto(f"{base}/_mock/ui#{view}")
-        return page
-
-    yield open_view
-    assert errors == []
-
-
-def expect():
-    from playwright.sync_api import expect as playwright_expect
-    return playwright_expect
-
-
 @pytest.mark.server
 @pytest.mark.browser
 def test_cut_replies_are_marked_their_instant_numbered_and_the_rule_in_view_at_1280_px(ui, page, mock, live_manual):
@@ -100,7 +74,7 @@ def test_cut_replies_are_marked_their_instant_numbered_and_the_rule_in_view_at_1
     assert mock.put("/_mock/scenarios/cut-org", json=CUT).status_code == 200
     for _ in range(3):
         get_quietly(mock, "/organization")
-    page = ui(live_manual.url)
+    page = ui()
     rows = page.locator("#call-rows tr")
     expect()(rows).to_have_count(3)
     for index in range(3):
@@ -131,7 +105,7 @@ def test_a_pure_recording_proxy_shows_no_clock_controls_and_filters_its_drift(ui
     try:
         proxy = live_server("--upstream", upstream.url, "--clock", "manual")
         assert httpx.get(f"{proxy.url}/organization", headers=ADMIN, timeout=10).status_code == 200
-        page = ui(proxy.url)
+        page = ui(base=proxy.url)
         rows = page.locator("#call-rows tr")
         expect()(rows).to_have_count(1)
         expect()(rows.nth(0).locator("[data-testid=drift]")).to_contain_text("drift")

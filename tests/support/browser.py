@@ -51,3 +51,9 @@ def screenshot(tab, name):
     path = SCREENSHOTS / f"{name}.png"
     tab.screenshot(path=str(path), full_page=True)
     return path
+
+
+def expect():
+    """Playwright's `expect`, imported only by the tests that drive a browser."""
+    from playwright.sync_api import expect as playwright_expect
+    return playwright_expect
