@@ -16,7 +16,7 @@ import logging
 import os
 import time
 
-from mockserver.api.pipeline import READS, Pipeline, header_pairs
+from mockserver.api.pipeline import READS, Pipeline, change_of, header_pairs
 from mockserver.control import home
 from mockserver.control.routes import control_app
 from mockserver.core.errors import ApiError
@@ -48,7 +48,7 @@ class MockServer(Worlds):
         self.control = control_app(self)
         self.access_log = access_logger(self.settings.log_format) if self.settings.access_log else None
         self.pipeline = Pipeline(self.settings, self.spec, self.access_log)
-        self.pipeline.changed = self.changed
+        self.pipeline.changed = self.api_changed
         if self.tracer is not None:
             self.pipeline.trace(self.tracer)
         self.recorder = None                   # the recording proxy (contract/proxy.py), only with an upstream:
@@ -159,6 +159,13 @@ class MockServer(Worlds):
         self.changes += 1
         if self.changelog is not None and not self.replaying:
             await self.changelog.append(change)
+
+    async def api_changed(self, call, now, effects):
+        """An API call changed a world (api/pipeline.py): as `changed`, what the log keeps of it built only when
+        there is a log."""
+        self.changes += 1
+        if self.changelog is not None and not self.replaying:
+            await self.changelog.append(change_of(call, now, effects))
 
     async def replay_changes(self):
         """At start: the changes of the log that the state file does not hold, run again in order."""

@@ -118,7 +118,7 @@ class Pipeline:
 
     def __init__(self, settings, spec, access_log=None):
         self.settings, self.spec, self.access_log = settings, spec, access_log
-        self.changed = None                    # async (change) -> None: every change made, before its reply
+        self.changed = None                    # async (call, now, effects) -> None: every change, before its reply
         self.violations = []                   # self-check: replies that do not match the document (the newest)
         self.violation_count = 0
 
@@ -171,8 +171,7 @@ class Pipeline:
         rule that matches, and run the handler: its result, or an ApiError (or Dropped)."""
         call.operation, params, path_errors = self.spec.resolve(call.method, call.path)
         operation = call.operation
-        rt.pump()
-        now = rt.clock.now()
+        now = rt.pump()
         scenarios = rt.scenarios.active         # no rule, no step: the common path pays one test
         effects = await _scenario_step(rt, call, params, now, BEFORE_AUTH) if scenarios else {}
         call.token = authenticate(call.authorization, rt.tokens, now, self.settings.jwt_secret,
@@ -194,7 +193,7 @@ class Pipeline:
                       now=now, call_id=call.call_id, effects=effects)
         result = self.handlers[operation.operation_id](ctx)
         if self.changed is not None and call.method not in READS:   # durable before its reply (sandboxes/changelog)
-            await self.changed(change_of(call, now, effects))
+            await self.changed(call, now, effects)
         if scenarios and call.rule is None:     # commit, then fail: the change stands, the rule replaces the reply
             await _scenario_step(rt, call, params, now, AFTER_HANDLER)
         return result

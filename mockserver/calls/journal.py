@@ -27,7 +27,7 @@ from functools import lru_cache
 import orjson
 
 from mockserver.calls import credentials
-from mockserver.calls.log import Call, CallLog
+from mockserver.calls.log import OVERHEAD, Call, CallLog
 from mockserver.core.clock import iso
 from mockserver.document.validation import SECRET_FIELDS, SECRET_MARKER
 
@@ -37,6 +37,9 @@ METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")     # a m
 BODY_LIMIT = 64 * 1024          # bytes of a request or reply body kept whole
 SLICE = 128                     # a trim brings the journals' total 1/SLICE of the budget under it ...
 MIN_SLICE = 16 * 1024           # ... or this many bytes (at most the budget), whichever is more
+LAST_PATHS = 16                 # paths whose last reply and request headers a journal remembers, to share with the
+                                # next call of the path when they are the same (a poll): no copy is made, and a
+                                # block pickles them once
 
 
 def redact_authorization(value):
@@ -84,10 +87,12 @@ def _misshapen(value):
 
 
 def needs_redaction(body, fields=SECRET_FIELDS, containers=frozenset()):
+    """Whether a body holds anything `redact_body` would mask (`fields` and `containers`: sets of names)."""
     if isinstance(body, dict):
-        return bool(body.get(SECRET_MARKER)) or any(key in fields or key in containers
-                                                    or needs_redaction(item, fields, containers)
-                                                    for key, item in body.items())
+        if body.get(SECRET_MARKER) or not fields.isdisjoint(body) or not containers.isdisjoint(body):
+            return True
+        return any(needs_redaction(item, fields, containers) for item in body.values()
+                   if isinstance(item, (dict, list)))
     if isinstance(body, list):
         return any(needs_redaction(item, fields, containers) for item in body)
     return False
@@ -161,13 +166,18 @@ class Journal:
         self.bytes = 0
         self.body_limit = body_limit
         self.budget = budget
+        self.last = {}                           # path -> (reply, request headers) of its latest call (LAST_PATHS)
         if budget is not None:
             budget.join(self)
+
+    def __getstate__(self):
+        return {name: value for name, value in self.__dict__.items() if name != "last"}
 
     def __setstate__(self, state):
         """A journal read back (a copied world, a restored state file) counts in its server's budget."""
         for name, value in state.items():
             object.__setattr__(self, name, value)
+        self.last = {}
         if self.budget is not None:
             self.budget.join(self)
 
@@ -211,20 +221,32 @@ class Journal:
                 truncated = {"body": len(encoded_body)}
                 cut = encoded_body[:self.body_limit].decode("utf-8", "ignore")
                 request = orjson.dumps((query, cut))
+        if request is not EMPTY_REQUEST:
+            request = bytes(memoryview(request))
         if len(response) > self.body_limit:
             truncated = {**(truncated or {}), "response": len(response)}
             response = response[:self.body_limit]
+        request_headers = header_lines(headers)
+        shared = self.last.get(path)             # a poll: the reply and headers of the path's call before, shared
+        if shared is not None and shared[0] == response:
+            response = shared[0]
         else:       # a copy of its exact size: orjson's replies keep a larger buffer behind them
             response = bytes(memoryview(response))
-        if request is not EMPTY_REQUEST:
-            request = bytes(memoryview(request))
-        call = Call(id=ident, at=at, method=method, path=path, operation=operation, status=status, duration=duration,
-                    rule=rule, request_id=request_id, token=token, truncated=truncated, request=request,
-                    response=response, reply_headers=b"\n".join(map(b": ".join, reply_headers)),
-                    request_headers=header_lines(headers), drift=None if drift is None else orjson.dumps(drift),
-                    fault=fault, trace_id=trace_id)
+        if shared is not None and shared[1] == request_headers:
+            request_headers = shared[1]
+        if len(self.last) >= LAST_PATHS and path not in self.last:
+            self.last.clear()
+        self.last[path] = (response, request_headers)
+        reply_headers = b"\n".join(map(b": ".join, reply_headers))
+        size = (OVERHEAD + len(path) + len(request) + len(request_headers) + len(response) + len(reply_headers)
+                + len(request_id or "") + len(fault or "") + len(trace_id or ""))
+        if drift is not None:
+            drift = orjson.dumps(drift)
+            size += len(drift)
+        call = Call(ident, at, method, path, operation, status, duration, rule, request_id, token, truncated, request,
+                    response, reply_headers, request_headers, drift, fault, trace_id, size)
         added = 0
-        if len(self.entries) >= self.size:       # full: the oldest goes first (a journal of fewer than
+        if self.entries.length >= self.size:     # full: the oldest goes first (a journal of fewer than
             added -= self.entries.drop_oldest()  # BLOCK + KEEP calls then never packs)
             self.dropped += 1
         added += self.entries.append(call)
@@ -238,6 +260,7 @@ class Journal:
     def shrink(self, keep):
         """Give up the oldest calls until at most `keep` bytes are held; returns the bytes freed."""
         freed = 0
+        self.last = {}
         while self.entries and self.bytes > keep:
             calls, size = self.entries.drop_front()
             self.bytes -= size
@@ -248,6 +271,7 @@ class Journal:
     def clear(self):
         if self.budget is not None:
             self.budget.total -= self.bytes
+        self.last = {}
         self.entries.clear()
         self.dropped = 0
         self.bytes = 0

@@ -47,25 +47,28 @@ FIELDS = HEADS + BODIES
 
 
 class Call:
-    """One journaled call, built by keyword (FIELDS). `request` is the JSON of [query, body]; `request_headers`
-    and `reply_headers` the headers as `name: value` lines; `response` the reply's bytes; `truncated` maps
-    "body"/"response" to the size sent when that part was kept cut; `drift` is None for a call the mock answered,
+    """One journaled call, built by position or by keyword (FIELDS). `request` is the JSON of [query, body];
+    `request_headers` and `reply_headers` the headers as `name: value` lines; `response` the reply's bytes;
+    `truncated` maps "body"/"response" to the size sent when that part was kept cut; `drift` is None for a call the
+    mock answered,
     and for a call forwarded to the upstream (contract/proxy.py) the JSON of its drift findings, `[]` when none;
     `fault` names the network faults a scenario rule shaped the reply with (`truncate`, `reset, dribble`), None
     for a reply sent as it was made; `trace_id` the call's trace (32 hex digits) when tracing is on, else None."""
 
     __slots__ = (*FIELDS, "size")
 
-    def __init__(self, *, id: int, at: float, method: str, path: str, operation, status: int, duration: float,
+    def __init__(self, id: int, at: float, method: str, path: str, operation, status: int, duration: float,
                  rule: str | None, request_id: str | None, token: str | None, truncated: dict | None,
                  request: bytes, response: bytes, reply_headers: bytes = b"", request_headers: bytes = b"",
-                 drift: bytes | None = None, fault: str | None = None, trace_id: str | None = None) -> None:
+                 drift: bytes | None = None, fault: str | None = None, trace_id: str | None = None,
+                 size: int | None = None) -> None:
+        # by position or by name; `size` when the caller measured it already (the journal, on every call)
         self.id, self.at, self.method, self.path, self.operation = id, at, method, path, operation
         self.status, self.duration, self.rule, self.request_id, self.token = status, duration, rule, request_id, token
         self.request, self.response, self.truncated = request, response, truncated
         self.request_headers, self.reply_headers = request_headers, reply_headers
         self.drift, self.fault, self.trace_id = drift, fault, trace_id
-        self.size = self.measure()
+        self.size = self.measure() if size is None else size
 
     def measure(self) -> int:
         """The bytes the call is counted for, kept as an object."""

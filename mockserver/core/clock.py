@@ -5,6 +5,7 @@ is how tests step deployments, rate-limit windows, token expiry, lock ttl and we
 retries. Times are float Unix seconds; `iso()` renders RFC 3339 with microseconds.
 """
 
+import math
 import time
 from datetime import UTC, datetime
 
@@ -53,13 +54,26 @@ FIRST, LATEST = -62135596800.0, 253402300799.0   # 0001-01-01 and 9999-12-31T23:
 
 
 _last = [None, ""]                             # one request stamps several records with the same time
+_second: list = [None, ""]                     # the whole second rendered last: a running clock stays in it a while
 
 
 def iso(ts):
     """RFC 3339 with microseconds; a time past what it can write (a token of ten years on a clock moved near
-    the year 9999) is written as the last (or first) time it can."""
+    the year 9999) is written as the last (or first) time it can. The microseconds are rounded as datetime
+    rounds them (half to even)."""
     if ts != _last[0]:
         moment = min(max(ts, FIRST), LATEST)
-        _last[1] = datetime.fromtimestamp(moment, UTC).isoformat(timespec="microseconds")[:-6] + "Z"
+        fraction, whole = math.modf(moment)
+        micro = round(fraction * 1e6)
+        if micro < 0:                          # before 1970: the fraction counts back from the next second
+            micro += 1000000
+            whole -= 1.0
+        if micro >= 1000000:
+            micro -= 1000000
+            whole += 1.0
+        if whole != _second[0]:
+            _second[1] = datetime.fromtimestamp(whole, UTC).isoformat(timespec="seconds")[:-6]
+            _second[0] = whole
+        _last[1] = f"{_second[1]}.{micro:06d}Z"
         _last[0] = ts
     return _last[1]

@@ -40,7 +40,20 @@ class ApiError(Exception):
         return out
 
     def render(self):
-        return orjson.dumps(self.body())
+        if self.details:
+            return orjson.dumps(self.body())
+        key = (self.status, self.message)       # the same refusal again and again (a 401, a 404): rendered once
+        rendered = _RENDERED.get(key)
+        if rendered is None:
+            rendered = orjson.dumps(self.body())
+            if len(_RENDERED) >= RENDERED_KEPT:
+                _RENDERED.clear()
+            _RENDERED[key] = rendered
+        return rendered
+
+
+RENDERED_KEPT = 256                             # error bodies without details kept rendered, by status and message
+_RENDERED: dict[tuple, bytes] = {}
 
 
 class StartupError(Exception):
@@ -63,16 +76,12 @@ def problems_of(error):
     return [f"{type(error).__name__}: {error}"]
 
 
-PHRASES = {413: "Payload Too Large"}             # the name the API document uses
+# status -> the `error` of its body: the standard phrases, and the name the API document uses for 413
+PHRASES = {**{status.value: status.phrase for status in HTTPStatus}, 413: "Payload Too Large"}
 
 
 def reason(status):
-    if status in PHRASES:
-        return PHRASES[status]
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return "Error"
+    return PHRASES.get(status, "Error")
 
 
 def not_found(noun, ident):

@@ -110,9 +110,11 @@ class Runtime:
         return str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"mock-user:{name}"))
 
     def pump(self):
+        """Bring deployments and webhook attempts up to now; returns that time."""
         now = self.clock.now()
         self.lifecycle.pump(now)
         self.webhooks.pump(now)
+        return now
 
     def falls_due(self):
         """Whether pump() has anything to do now: a deployment step or a webhook attempt that fell due. The

@@ -222,3 +222,35 @@ def test_the_inspectors_poll_reads_only_the_calls_past_its_last_id(make_server, 
         assert opened == []                                   # every block is older than the last id seen
         assert polled["total"] == 1 and polled["results"][0]["method"] == "POST"     # control calls are not kept
         assert polled["journal_total"] == len(server.rt.journal.entries)
+
+
+def _poll(journal, path, response, headers=b"host: mock\nauthorization: Token ...abcd"):
+    journal.add(journal.reserve(), at=1.0, method="GET", path=path, operation=GET, query={}, headers=headers,
+                body=None, status=200, response=response, duration=0.001, rule=None, request_id="r", token="admin")
+
+
+def test_a_poll_answered_the_same_shares_its_reply_and_headers_with_the_call_before():
+    journal = Journal(10_000)
+    for _ in range(3):
+        _poll(journal, "/status", bytearray(b'{"state":"DEPLOYED"}'))   # a new object each time, equal bytes
+    _poll(journal, "/status", b'{"state":"STOPPED"}')
+    _poll(journal, "/other", b'{"state":"STOPPED"}')
+    first, second, third, changed, other = journal.entries.recent
+    assert first.response == b'{"state":"DEPLOYED"}' and type(first.response) is bytes
+    assert second.response is first.response and third.response is first.response
+    assert third.request_headers is first.request_headers
+    assert changed.response == b'{"state":"STOPPED"}' and changed.response is not first.response
+    assert other.response is not changed.response             # shared by path only: another path copies
+    packed = pickle.dumps(journal)
+    assert b"DEPLOYED" in packed and "last" not in pickle.loads(packed).__getstate__()
+    assert pickle.loads(packed).last == {}                     # the sharing is not kept in a state file
+
+
+def test_the_replies_a_journal_remembers_for_sharing_stay_bounded():
+    from mockserver.calls.journal import LAST_PATHS
+    journal = Journal(10_000)
+    for index in range(LAST_PATHS * 3):
+        _poll(journal, f"/status/{index}", b"{}")
+        assert len(journal.last) <= LAST_PATHS
+    journal.shrink(0)
+    assert journal.last == {} and len(journal.entries) == 0

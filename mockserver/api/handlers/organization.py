@@ -23,10 +23,13 @@ def get_organization_by_id(ctx):
 # ---------------------------------------------------------------- projects
 def project_view(rt, entry):
     """A project record with the counts the platform computes on read."""
-    environments = rt.store.environments.children.get(entry.id, {})
-    services = rt.store.services.children
-    return {**entry.data, "associated_environments_count": len(environments),
-            "associated_services_count": sum(len(services.get(env_id, ())) for env_id in environments)}
+    environments = rt.store.environments.children.get(entry.id)
+    services = 0
+    if environments:
+        children = rt.store.services.children
+        services = sum([len(children.get(env_id, ())) for env_id in environments])
+    return {**entry.data, "associated_environments_count": len(environments) if environments else 0,
+            "associated_services_count": services}
 
 
 def list_projects(ctx):
