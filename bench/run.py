@@ -204,38 +204,50 @@ def servers(with_prism, baseline=None, floors=None):
 
 
 def throughput(args, port, baseline=None):
+    """Every server started at once, each on its own port (port, port + 1, ...) and paused (SIGSTOP) while
+    another is loaded; then run after run, request after request, each server in turn. The machine's drift
+    then hits every server alike: the ratios of a row compare figures taken seconds apart, not minutes."""
     rows = []
     floors = RESULTS / "floor-replies.raw" if args.floors else None
-    for name, cmd, cwd, env in servers(args.with_prism, baseline, floors):
-        with open(RESULTS / f"{name}.log.raw", "w") as log:
-            proc, _ = start([part.format(port=port) for part in cmd], port, log, cwd, env)
-        try:
-            allocator = allocator_of(port) if name.startswith("mock") else None
-            for n in range(48):                   # the fixtures have 2 projects: make it 50
-                call(port, "POST", f"/organization/{ORG}/project", {"name": f"bench-{n}"})
-            if floors is not None and name == "mock":
-                record_replies(port, floors)
+    procs, allocators = {}, {}
+    try:
+        for n, (name, cmd, cwd, env) in enumerate(servers(args.with_prism, baseline, floors)):
+            with open(RESULTS / f"{name}.log.raw", "w") as log:
+                proc, _ = start([part.format(port=port + n) for part in cmd], port + n, log, cwd, env)
+            procs[name] = (proc, port + n)
+            allocators[name] = allocator_of(port + n) if name.startswith("mock") else None
+            for i in range(48):                   # the fixtures have 2 projects: make it 50
+                call(port + n, "POST", f"/organization/{ORG}/project", {"name": f"bench-{i}"})
+            if floors is not None and name == "mock":   # before the floor apps start: they serve these
+                record_replies(port + n, floors)
             for kind, path, _ in REQUESTS.values():  # warm-up
-                wrk(port, kind, path, tag="warm", secs=1)
-            runs = {request: [] for request in REQUESTS}
-            for rep in range(args.runs):          # round robin, so that noise spreads over every request
-                for request, (kind, path, _) in REQUESTS.items():
+                wrk(port + n, kind, path, tag="warm", secs=1)
+            proc.send_signal(signal.SIGSTOP)
+        runs = {(name, request): [] for name in procs for request in REQUESTS}
+        for rep in range(args.runs):
+            for request, (kind, path, _) in REQUESTS.items():
+                for name, (proc, server_port) in procs.items():
+                    proc.send_signal(signal.SIGCONT)
                     before = cpu_seconds(proc.pid)
-                    result = wrk(port, kind, path, tag=str(rep), secs=args.seconds)
+                    result = wrk(server_port, kind, path, tag=str(rep), secs=args.seconds)
                     result["cpu_us"] = (cpu_seconds(proc.pid) - before) / max(1, result["requests"]) * 1e6
-                    runs[request].append(result)
-            for request, results in runs.items():
-                rps = [r["rps"] for r in results]
-                rows.append({"server": name, "allocator": allocator, "request": request, "rps": statistics.median(rps),
-                             "rps_min": min(rps), "rps_max": max(rps),
-                             "p50_ms": statistics.median(r["p50_us"] for r in results) / 1000,
-                             "p99_ms": statistics.median(r["p99_us"] for r in results) / 1000,
-                             "errors": sum(errors_of(r, REQUESTS[request][2]) for r in results),
-                             "requests": sum(r["requests"] for r in results), "runs": results,
-                             "cpu_us": statistics.median(r["cpu_us"] for r in results)})
-                print(f"  {name:6} {request:28} {rows[-1]['rps']:9.0f} req/s", flush=True)
-        finally:
+                    proc.send_signal(signal.SIGSTOP)
+                    runs[name, request].append(result)
+    finally:
+        for proc, _ in procs.values():
+            proc.send_signal(signal.SIGCONT)
             stop(proc)
+    for (name, request), results in runs.items():
+        rps = [r["rps"] for r in results]
+        rows.append({"server": name, "allocator": allocators[name], "request": request, "rps": statistics.median(rps),
+                     "rps_min": min(rps), "rps_max": max(rps),
+                     "p50_ms": statistics.median(r["p50_us"] for r in results) / 1000,
+                     "p99_ms": statistics.median(r["p99_us"] for r in results) / 1000,
+                     "errors": sum(errors_of(r, REQUESTS[request][2]) for r in results),
+                     "requests": sum(r["requests"] for r in results), "runs": results,
+                     "cpu_us": statistics.median(r["cpu_us"] for r in results)})
+        print(f"  {name:6} {request:28} {rows[-1]['rps']:9.0f} req/s  {rows[-1]['cpu_us']:.1f} us CPU/request",
+              flush=True)
     bare = {row["request"]: row for row in rows if row["server"] == "bare"}
     for row in rows:
         row["vs_bare"] = row["rps"] / bare[row["request"]]["rps"]
@@ -371,7 +383,8 @@ def server_label(row):
 def markdown(report):
     lines = [f"Benchmark of {report['date']} on {report['cpus']} CPUs (load average {report['load_before']:.1f} before, "
              f"{report['load_after']:.1f} after). Server on CPU 0, wrk on CPU 1; wrk -t1 -c8, {report['runs']} runs of "
-             f"{report['seconds']} s per request, median shown, req/s spread is min-max of the runs. The mock runs "
+             f"{report['seconds']} s per request, median shown, req/s spread is min-max of the runs. The servers run "
+             "at once and are loaded in turn (each paused while another is loaded), run by run. The mock runs "
              f"with `--rate-limit {RATE}` so that the default 1000/h limit does not turn replies into 429s; "
              "its journal keeps its default bound. Errors: non-2xx replies (except 401 for d) and socket errors.", ""]
     if report.get("throughput"):
