@@ -70,6 +70,21 @@ def redact_body(body, secret_value, fields=SECRET_FIELDS, containers=frozenset()
     return body
 
 
+def kept_body(body, operation, status):
+    """A request body of `operation` as the journal keeps it, its secrets masked."""
+    secret = "Secret" in operation.operation_id
+    validator = operation.body
+    fields = validator.secret_fields if validator is not None else SECRET_FIELDS
+    containers = validator.secret_containers if validator is not None else frozenset()
+    if not isinstance(body, dict) and (secret or (validator is not None and validator.holds_secrets)):
+        return REDACTED                          # not the object asked for: whatever it is may be the secret
+    if secret and status == 400:                 # refused: a secret may have been pasted into any field
+        return redact_text(body)
+    if secret or needs_redaction(body, fields, containers):
+        return redact_body(body, secret, fields, containers)
+    return body
+
+
 def redact_text(body):
     """Copy of a request body with every text in it masked, its shape, numbers and booleans kept."""
     if isinstance(body, dict):
@@ -201,16 +216,7 @@ class Journal:
         scenario rule that shaped the reply (their names, comma-separated), None when it went out as made;
         `trace_id` the id of the call's trace (32 hex digits), when tracing is on (edge/tracing.py)."""
         if body is not None and operation is not None:
-            secret = "Secret" in operation.operation_id
-            validator = operation.body
-            fields = validator.secret_fields if validator is not None else SECRET_FIELDS
-            containers = validator.secret_containers if validator is not None else frozenset()
-            if not isinstance(body, dict) and (secret or (validator is not None and validator.holds_secrets)):
-                body = REDACTED                  # not the object asked for: whatever it is may be the secret
-            elif secret and status == 400:       # refused: a secret may have been pasted into any field
-                body = redact_text(body)
-            elif secret or needs_redaction(body, fields, containers):
-                body = redact_body(body, secret, fields, containers)
+            body = kept_body(body, operation, status)
         truncated = None
         if query:
             query = credentials.query(query)
@@ -226,17 +232,7 @@ class Journal:
         if len(response) > self.body_limit:
             truncated = {**(truncated or {}), "response": len(response)}
             response = response[:self.body_limit]
-        request_headers = header_lines(headers)
-        shared = self.last.get(path)             # a poll: the reply and headers of the path's call before, shared
-        if shared is not None and shared[0] == response:
-            response = shared[0]
-        else:       # a copy of its exact size: orjson's replies keep a larger buffer behind them
-            response = bytes(memoryview(response))
-        if shared is not None and shared[1] == request_headers:
-            request_headers = shared[1]
-        if len(self.last) >= LAST_PATHS and path not in self.last:
-            self.last.clear()
-        self.last[path] = (response, request_headers)
+        response, request_headers = self._shared(path, response, header_lines(headers))
         reply_headers = b"\n".join(map(b": ".join, reply_headers))
         size = (OVERHEAD + len(path) + len(request) + len(request_headers) + len(response) + len(reply_headers)
                 + len(request_id or "") + len(fault or "") + len(trace_id or ""))
@@ -256,6 +252,21 @@ class Journal:
             if self.budget.total > self.budget.limit:
                 self.budget.trim()
         return ident
+
+    def _shared(self, path, response, request_headers):
+        """The reply and request headers to keep: those of the path's call before when the bytes are the same (a
+        poll), else a copy of the reply of its exact size (orjson's replies keep a larger buffer behind them)."""
+        shared = self.last.get(path)
+        if shared is not None and shared[0] == response:
+            response = shared[0]
+        else:
+            response = bytes(memoryview(response))
+        if shared is not None and shared[1] == request_headers:
+            request_headers = shared[1]
+        if len(self.last) >= LAST_PATHS and path not in self.last:
+            self.last.clear()
+        self.last[path] = (response, request_headers)
+        return response, request_headers
 
     def shrink(self, keep):
         """Give up the oldest calls until at most `keep` bytes are held; returns the bytes freed."""
