@@ -53,27 +53,33 @@ EARLIEST, LAST_START = 0.0, 253370764800.0
 FIRST, LATEST = -62135596800.0, 253402300799.0   # 0001-01-01 and 9999-12-31T23:59:59Z: what `iso` can render
 
 
-_last = [None, ""]                             # one request stamps several records with the same time
-_second: list = [None, ""]                     # the whole second rendered last: a running clock stays in it a while
+# one request stamps several records with the same time, and a running clock stays in one second a while: the
+# time rendered last and the second rendered last, each a (key, text) tuple replaced whole (a thread reads a
+# pair that belongs together)
+_last: tuple = (None, "")
+_second: tuple = (None, "")
 
 
 def iso(ts):
     """RFC 3339 with microseconds; a time past what it can write (a token of ten years on a clock moved near
     the year 9999) is written as the last (or first) time it can. The microseconds are rounded as datetime
     rounds them (half to even)."""
-    if ts != _last[0]:
-        moment = min(max(ts, FIRST), LATEST)
-        fraction, whole = math.modf(moment)
-        micro = round(fraction * 1e6)
-        if micro < 0:                          # before 1970: the fraction counts back from the next second
-            micro += 1000000
-            whole -= 1.0
-        if micro >= 1000000:
-            micro -= 1000000
-            whole += 1.0
-        if whole != _second[0]:
-            _second[1] = datetime.fromtimestamp(whole, UTC).isoformat(timespec="seconds")[:-6]
-            _second[0] = whole
-        _last[1] = f"{_second[1]}.{micro:06d}Z"
-        _last[0] = ts
-    return _last[1]
+    global _last, _second
+    last = _last
+    if ts == last[0]:
+        return last[1]
+    moment = min(max(ts, FIRST), LATEST)
+    fraction, whole = math.modf(moment)
+    micro = round(fraction * 1e6)
+    if micro < 0:                              # before 1970: the fraction counts back from the next second
+        micro += 1000000
+        whole -= 1.0
+    if micro >= 1000000:
+        micro -= 1000000
+        whole += 1.0
+    second = _second
+    if whole != second[0]:
+        second = _second = (whole, datetime.fromtimestamp(whole, UTC).isoformat(timespec="seconds")[:-6])
+    text = f"{second[1]}.{micro:06d}Z"
+    _last = (ts, text)
+    return text
