@@ -241,6 +241,7 @@ def test_a_poll_answered_the_same_shares_its_reply_and_headers_with_the_call_bef
     assert third.request_headers is first.request_headers
     assert changed.response == b'{"state":"STOPPED"}' and changed.response is not first.response
     assert other.response is not changed.response             # shared by path only: another path copies
+    assert [call.size for call in journal.entries.recent] == [call.measure() for call in journal.entries.recent]
     packed = pickle.dumps(journal)
     assert b"DEPLOYED" in packed and "last" not in pickle.loads(packed).__getstate__()
     assert pickle.loads(packed).last == {}                     # the sharing is not kept in a state file
