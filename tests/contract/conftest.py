@@ -1,16 +1,13 @@
 """Fixtures of the contract tests: a mock recording a client's calls, and processes started from the command line."""
 
 import pytest
-from support.live import LiveServer
 from support.upstream import Process
 
 
 @pytest.fixture(scope="module")
-def recorder():
-    """The mock the client's tests run against (manual clock), one per test module."""
-    server = LiveServer("--clock", "manual")
-    yield server
-    server.stop()
+def recorder(live_manual):
+    """The mock the client's tests run against: the module's live server with the manual clock (tests/conftest.py)."""
+    return live_manual
 
 
 @pytest.fixture
