@@ -94,13 +94,16 @@ class Transport(asyncio.Transport):
 
 
 def mock_protocol():
-    """The mock as `mockserver serve` runs it (its defaults, a rate limit no run reaches) and its protocol."""
+    """The mock as `mockserver serve` runs it (its defaults, a rate limit no run reaches, the collector's
+    thresholds and first freeze) and its protocol."""
     from mockserver.app import MockServer
     from mockserver.cli.main import guarded_protocol
     from mockserver.core.settings import Settings
+    from mockserver.process.collector import Collector
     settings = Settings(rate_limit=10**9, rate_window=3600)
     config = uvicorn.Config(MockServer(settings), access_log=False, lifespan="off", ws="none", proxy_headers=False,
                             server_header=False, http="httptools")
+    Collector().install()
     return config, guarded_protocol(settings)
 
 

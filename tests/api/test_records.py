@@ -55,6 +55,21 @@ def test_project_counts_its_environments_and_services(client):
     assert client.get(f"/project/{PROJECT}").json()["associated_services_count"] == services + 1
 
 
+def test_project_list_whole_or_paged_shows_each_project_as_reading_it_does(client):
+    emptied = created(client.post(f"/organization/{ORG}/project", json={"name": "emptied"}))
+    environment = created(client.post(f"/project/{emptied['id']}/environment", json={"name": "gone"}))
+    assert client.delete(f"/environment/{environment['id']}").status_code == 204
+    created(client.post(f"/organization/{ORG}/project", json={"name": "never-had-one"}))
+    whole = client.get(f"/organization/{ORG}/project").json()["results"]
+    paged = client.get(f"/organization/{ORG}/project", params={"page": 1, "page_size": 100}).json()["results"]
+    assert whole == paged and len(whole) >= 3
+    for project in whole:
+        assert project == client.get(f"/project/{project['id']}").json()
+    counts = {p["name"]: (p["associated_environments_count"], p["associated_services_count"]) for p in whole}
+    assert counts["emptied"] == counts["never-had-one"] == (0, 0)
+    assert counts[client.get(f"/project/{PROJECT}").json()["name"]][0] == 2
+
+
 def test_new_project_has_zero_counts_and_no_null_description(client):
     project = created(client.post(f"/organization/{ORG}/project", json={"name": "empty"}))
     assert (project["associated_environments_count"], project["associated_services_count"]) == (0, 0)

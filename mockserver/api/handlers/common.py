@@ -47,12 +47,19 @@ def optional(data, name, value):
 PAGE_SIZE = 20       # the spec's default page size
 
 
-def page(ctx, items, view=lambda entry: entry.data):
+def _data(entry):
+    return entry.data
+
+
+def page(ctx, items, view=None):
     """`{"results"}` for a whole list, or one page of it with `pagination` when `page` or `page_size` is asked
-    for (the spec's pagination example). Only the records of the page go through `view`. `items` may be a
-    list or a store view (`Table.view`): a page then costs what its records cost, not the whole list."""
+    for (the spec's pagination example). Only the records of the page go through `view` (None: a record's data
+    as it is). `items` may be a list or a store view (`Table.view`): a page then costs what its records cost,
+    not the whole list."""
     if "page" not in ctx.query and "page_size" not in ctx.query:
-        return {"results": [view(item) for item in items]}
+        return {"results": [item.data for item in items] if view is None else [view(item) for item in items]}
+    if view is None:
+        view = _data
     number, size = ctx.query.get("page", 1), ctx.query.get("page_size", PAGE_SIZE)
     if not hasattr(items, "__len__"):
         items = list(items)

@@ -24,17 +24,24 @@ def get_organization_by_id(ctx):
 def project_view(rt, entry):
     """A project record with the counts the platform computes on read."""
     environments = rt.store.environments.children.get(entry.id)
-    services = 0
-    if environments:
-        children = rt.store.services.children
-        services = sum([len(children.get(env_id, ())) for env_id in environments])
-    return {**entry.data, "associated_environments_count": len(environments) if environments else 0,
-            "associated_services_count": services}
+    if not environments:
+        return {**entry.data, **NO_COUNTS}
+    children = rt.store.services.children
+    return {**entry.data, "associated_environments_count": len(environments),
+            "associated_services_count": sum([len(children.get(env_id, ())) for env_id in environments])}
+
+
+NO_COUNTS = {"associated_environments_count": 0, "associated_services_count": 0}   # a project without environments
 
 
 def list_projects(ctx):
     check_org(ctx, ctx.params["org_id"])
-    return page(ctx, ctx.rt.store.projects.view(ctx.org), lambda entry: project_view(ctx.rt, entry))
+    rt, projects = ctx.rt, ctx.rt.store.projects.view(ctx.org)
+    if "page" in ctx.query or "page_size" in ctx.query:
+        return page(ctx, projects, lambda entry: project_view(rt, entry))
+    environments = rt.store.environments.children    # the whole list, one comprehension: no call per project
+    return {"results": [{**entry.data, **NO_COUNTS} if entry.id not in environments else project_view(rt, entry)
+                        for entry in projects]}
 
 
 def create_project(ctx):
