@@ -128,10 +128,16 @@ class MockServer(Worlds):
         # makes (the redirect of a trailing slash) stay in the sandbox
         scope = {**scope, "root_path": scope["path"][:len(scope["path"]) - len(path)], "mock.sandbox": box,
                  "mock.runtime": box and box.rt}
+        changes = scope["method"] not in READS     # a world's kept replies no longer hold (world/replies.py):
+        if changes:                                # counted before and after, as the call may await in between
+            self.pipeline.epoch += 1
         try:
             await _in(box, self.control(scope, receive, requestid.tagged(scope, send)))
         except Exception:                          # answered already (500 with the error body): only logged
             log.exception("unhandled error in %s %s", scope["method"], path)
+        finally:
+            if changes:
+                self.pipeline.epoch += 1
 
     def _logged(self, scope, receive, send, name, path):
         """`receive` and `send` of a control call that may change state: its body kept, and, when it answers

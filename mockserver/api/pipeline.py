@@ -23,6 +23,7 @@ from mockserver.core.paths import without_api_prefix
 from mockserver.edge import bodies, faults, jsonbody, requestid
 from mockserver.edge.cors import SCOPE_KEY
 from mockserver.world.auth import Token, authenticate, authorize
+from mockserver.world.replies import KEPT
 from mockserver.world.rules import AFTER_HANDLER, AFTER_VALIDATION, BEFORE_AUTH
 from mockserver.world.runtime import Context
 
@@ -43,7 +44,7 @@ class ApiCall:
 
     __slots__ = ("method", "path", "raw_headers", "authorization", "content_type", "content_length", "content_encoding",
                  "operation", "query", "body", "token", "rule", "faults", "reply_headers", "call_id", "request_id",
-                 "started", "_headers", "sandbox", "ignored")
+                 "started", "_headers", "sandbox", "ignored", "kept")
 
     def __init__(self, rt, scope, path):
         self.started = time.perf_counter()
@@ -66,7 +67,7 @@ class ApiCall:
                 length = b"chunked"
         self.authorization, self.content_type, self._headers = authorization, content_type, None
         self.content_length, self.content_encoding = length, encoding
-        self.operation = self.body = self.rule = self.token = self.faults = self.ignored = None
+        self.operation = self.body = self.rule = self.token = self.faults = self.ignored = self.kept = None
         self.query, self.reply_headers = {}, []
         self.call_id = rt.journal.reserve()
         self.request_id = requestid.request_id(sent_id)
@@ -119,6 +120,8 @@ class Pipeline:
     def __init__(self, settings, spec, access_log=None):
         self.settings, self.spec, self.access_log = settings, spec, access_log
         self.changed = None                    # async (call, now, effects) -> None: every change, before its reply
+        self.epoch = 0                         # control calls that may have changed a world (world/replies.py)
+        self.kept = KEPT                       # operations whose replies a world keeps rendered (none when tracing)
         self.violations = []                   # self-check: replies that do not match the document (the newest)
         self.violation_count = 0
 
@@ -128,7 +131,12 @@ class Pipeline:
         try:
             result = await self.answer(rt, call, scope, receive)
             status = call.operation.status
-            payload = b"" if status == 204 else orjson.dumps(result)
+            if type(result) is bytes:          # a reply the world kept rendered (world/replies.py)
+                payload = result
+            else:
+                payload = b"" if status == 204 else orjson.dumps(result)
+                if call.kept is not None:
+                    rt.replies.keep(*call.kept, payload)
         except ApiError as error:
             status, payload = error.status, error.render()
             if status == 429:                    # its own headers replace those of the request's spend
@@ -173,6 +181,8 @@ class Pipeline:
         operation = call.operation
         now = rt.pump()
         scenarios = rt.scenarios.active         # no rule, no step: the common path pays one test
+        if scenarios:                           # a rule may change the world: what it kept no longer holds
+            rt.generation += 1
         effects = await _scenario_step(rt, call, params, now, BEFORE_AUTH) if scenarios else {}
         call.token = authenticate(call.authorization, rt.tokens, now, self.settings.jwt_secret,
                                   rt.default_org, rt.store.organizations.rows)
@@ -187,10 +197,18 @@ class Pipeline:
         if scope["query_string"]:
             call.query = dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
         values = self.validate(call, path_errors, raw)
-        if scenarios and call.rule is None:
-            effects = await _scenario_step(rt, call, params, now, AFTER_VALIDATION)
+        if scenarios:
+            if call.rule is None:
+                effects = await _scenario_step(rt, call, params, now, AFTER_VALIDATION)
+        elif operation.operation_id in self.kept and call.method == "GET":
+            call.kept = (call.path, scope["query_string"], call.token.organization), (rt.generation, self.epoch)
+            kept = rt.replies.get(*call.kept)
+            if kept is not None:
+                return kept
         ctx = Context(rt, org=call.token.organization, token=call.token, params=params, query=values, body=call.body,
                       now=now, call_id=call.call_id, effects=effects)
+        if call.method not in READS:            # the world may change now: what it kept no longer holds
+            rt.generation += 1
         result = self.handlers[operation.operation_id](ctx)
         if self.changed is not None and call.method not in READS:   # durable before its reply (sandboxes/changelog)
             await self.changed(call, now, effects)
@@ -202,6 +220,7 @@ class Pipeline:
         """Tracing on (edge/tracing.py): each call in a server span continuing the caller's trace, its validation,
         handler and journaling in child spans. Set only then: with tracing off, the request path is as it was."""
         self.api = tracer.serving(self.api)
+        self.kept = frozenset()                # a kept reply runs no handler: it would have no handler span
         self.validate = tracer.step("validate", self.validate)
         self.handlers = tracer.handling(HANDLERS)
         self.record = tracer.recording(ApiCall.journal)
@@ -218,6 +237,7 @@ class Pipeline:
         token = Token(name=who["name"], value="", organization=who["organization"], scopes=who["scopes"])
         ctx = Context(rt, org=token.organization, token=token, params=params, query=values, body=change["body"],
                       now=change["now"], call_id=change["call_id"], effects=change["effects"] or {})
+        rt.generation += 1
         HANDLERS[operation.operation_id](ctx)
 
     @staticmethod

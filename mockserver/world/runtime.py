@@ -17,6 +17,7 @@ from mockserver.world.deployments import Deployments
 from mockserver.world.fake import Fake
 from mockserver.world.lifecycle import Lifecycle
 from mockserver.world.ratelimit import RateLimiter
+from mockserver.world.replies import Replies
 from mockserver.world.store import Store
 from mockserver.world.webhooks import AttemptTracer, Webhooks
 
@@ -66,14 +67,21 @@ class Runtime:
         self.default_org: str | None = None
         self.reserved_ids: frozenset[str] = frozenset()   # ids fixtures being loaded give their records
         self.tracer: AttemptTracer | None = None   # the server's tracer (edge/tracing.py), lent like its settings
+        self.generation = 0                    # counts what may have changed the world (world/replies.py)
+        self.replies = Replies()               # replies kept rendered while it stays the same (never saved)
+
+    def __getstate__(self):
+        return {name: value for name, value in self.__dict__.items() if name != "replies"}
 
     def __setstate__(self, state):
         """A copied or restored world: attributes set one by one (they stay in the object's compact
-        layout), and the weak references back to it made anew."""
+        layout), and the weak references back to it made anew; no kept reply comes with it."""
         for name, value in state.items():
             object.__setattr__(self, name, value)
         self.webhooks.rt = weakref.proxy(self)
         self.deployments.rt = weakref.proxy(self)
+        self.generation = state.get("generation", 0)
+        self.replies = Replies()
 
     def close(self):
         """The world is retired (deleted, expired, reset, replaced or restored over)."""
@@ -110,10 +118,14 @@ class Runtime:
         return str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"mock-user:{name}"))
 
     def pump(self):
-        """Bring deployments and webhook attempts up to now; returns that time."""
+        """Bring deployments and webhook attempts up to now; returns that time. When one fell due, the world
+        counts a change (its kept replies no longer hold)."""
         now = self.clock.now()
-        self.lifecycle.pump(now)
-        self.webhooks.pump(now)
+        due, pending = self.lifecycle.due, self.webhooks.pending
+        if due and due[0][0] <= now or pending and pending[0][0] <= now:
+            self.generation += 1
+            self.lifecycle.pump(now)
+            self.webhooks.pump(now)
         return now
 
     def falls_due(self):

@@ -1,0 +1,52 @@
+"""Replies kept rendered: a read of the project list (or of one project) answered again with the bytes it was
+answered with, for as long as nothing in its world may have changed.
+
+A world counts what may change it (`Runtime.generation`): every API call that is not a read (counted before its
+handler runs), every call while a scenario rule is active, a deployment step or webhook attempt falling due
+(`Runtime.pump`), a change of the change log run again. The server counts every control call that is not a read
+(`Pipeline.epoch`, before it runs and again after: fixtures, clock, scenarios, snapshots, provider states). A
+world's kept replies hold while both counts stay what they were when the replies were kept; any change drops
+them all at the next read.
+
+Only operations whose reply is a function of the store's records, the path, the query and the caller's
+organization are kept (KEPT): not a status (it moves with the clock), nor a list of webhook deliveries (their
+attempts finish on their own). Nothing is kept while a scenario rule is active, or with tracing on (a kept
+reply runs no handler, so it would have no handler span). The replies are never saved or copied with a world.
+"""
+
+KEPT = frozenset({"listProjects", "getProject"})
+MAX_REPLIES = 32                # per world; past it, or past MAX_BYTES, what is kept is dropped and kept anew
+MAX_BYTES = 256 * 1024
+
+
+class Replies:
+    """One world's kept replies: (path, query string, organization) -> the reply's bytes, valid at `at`."""
+
+    __slots__ = ("at", "kept", "bytes")
+
+    def __init__(self):
+        self.at = None
+        self.kept = {}
+        self.bytes = 0
+
+    def get(self, key, at):
+        """The reply kept for `key` if the world is still as it was when it was kept (`at`), else None."""
+        if self.at != at:
+            self.at = at
+            if self.kept:
+                self.kept = {}
+                self.bytes = 0
+            return None
+        return self.kept.get(key)
+
+    def keep(self, key, at, payload):
+        """Keep a reply made at `at` (nothing, if the world changed meanwhile)."""
+        if self.at != at:
+            return
+        if len(self.kept) >= MAX_REPLIES or self.bytes + len(payload) > MAX_BYTES:
+            self.kept = {}
+            self.bytes = 0
+            if len(payload) > MAX_BYTES:
+                return
+        self.kept[key] = payload
+        self.bytes += len(payload)
