@@ -210,6 +210,8 @@ class Pipeline:
         if call.method not in READS:            # the world may change now: what it kept no longer holds
             rt.generation += 1
         result = self.handlers[operation.operation_id](ctx)
+        if not ctx.keep:
+            call.kept = None
         if self.changed is not None and call.method not in READS:   # durable before its reply (sandboxes/changelog)
             await self.changed(call, now, effects)
         if scenarios and call.rule is None:     # commit, then fail: the change stands, the rule replaces the reply

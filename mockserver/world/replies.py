@@ -1,5 +1,5 @@
-"""Replies kept rendered: a read of the project list (or of one project) answered again with the bytes it was
-answered with, for as long as nothing in its world may have changed.
+"""Replies kept rendered: a read of the project list, of one project or of a service's status answered again with
+the bytes it was answered with, for as long as nothing in its world may have changed.
 
 A world counts what may change it (`Runtime.generation`): every API call that is not a read (counted before its
 handler runs), every call while a scenario rule is active, a deployment step or webhook attempt falling due
@@ -9,12 +9,15 @@ world's kept replies hold while both counts stay what they were when the replies
 them all at the next read.
 
 Only operations whose reply is a function of the store's records, the path, the query and the caller's
-organization are kept (KEPT): not a status (it moves with the clock), nor a list of webhook deliveries (their
-attempts finish on their own). Nothing is kept while a scenario rule is active, or with tracing on (a kept
-reply runs no handler, so it would have no handler span). The replies are never saved or copied with a world.
+organization are kept (KEPT), not a list of webhook deliveries (their attempts finish on their own). A status
+moves with the clock while its deployment runs: its handler says so (`Context.keep` false), and only the status
+of a service never deployed or whose last deployment has ended is kept. Nothing is kept while a scenario rule is
+active, or with tracing on (a kept reply runs no handler, so it would have no handler span). The replies are
+never saved or copied with a world.
 """
 
-KEPT = frozenset({"listProjects", "getProject"})
+KEPT = frozenset({"listProjects", "getProject", "getApplicationStatus", "getContainerStatus", "getDatabaseStatus",
+                  "getJobStatus", "getHelmStatus", "getTerraformStatus"})
 MAX_REPLIES = 32                # per world; past it, or past MAX_BYTES, what is kept is dropped and kept anew
 MAX_BYTES = 256 * 1024
 

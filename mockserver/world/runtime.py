@@ -25,7 +25,7 @@ from mockserver.world.webhooks import AttemptTracer, Webhooks
 class Context:
     """What a handler gets: the runtime, the caller's organization and the request's values."""
 
-    __slots__ = ("rt", "org", "token", "params", "query", "body", "now", "call_id", "effects")
+    __slots__ = ("rt", "org", "token", "params", "query", "body", "now", "call_id", "effects", "keep")
 
     def __init__(self, rt, *, org: str, token: Token | None = None, params: dict | None = None,
                  query: dict | None = None, body=None, now: float | None = None, call_id: int | None = None,
@@ -39,6 +39,7 @@ class Context:
         self.now = rt.clock.now() if now is None else now
         self.call_id = call_id
         self.effects = effects or {}
+        self.keep = True                       # False: the reply moves with the clock, and is not kept (replies.py)
 
 
 class Runtime:

@@ -15,7 +15,7 @@ LIST = f"/organization/{ORG}/project"
 @pytest.fixture
 def built(server):
     """How many times each kept operation's handler ran."""
-    counts = {"listProjects": 0, "getProject": 0}
+    counts = {"listProjects": 0, "getProject": 0, "getApplicationStatus": 0}
     handlers = dict(server.pipeline.handlers)
     for name in counts:
         def counted(ctx, name=name, handler=handlers[name]):
@@ -89,6 +89,25 @@ def test_a_deployment_step_falling_due_counts_as_a_change(client, server):
     assert client.post("/_mock/clock/advance", json={"seconds": 3600}).status_code == 200
     client.get(f"/application/{APP}/status")
     assert rt.generation > before
+
+
+def test_a_status_is_kept_only_once_its_deployment_has_ended(client, server, built):
+    """The world's clock is moved directly, as a real clock moves: no control call counts a change."""
+    status, clock = f"/application/{APP}/status", world(server).clock
+    settled = client.get(status).json()
+    assert client.get(status).json() == settled and built["getApplicationStatus"] == 1
+    assert client.post(f"/application/{APP}/deploy", json={}).status_code in (200, 202)
+    seen = []
+    for _ in range(60):
+        seen.append(client.get(status).json()["state"])
+        if seen[-1] == "DEPLOYED" and len(seen) > 1:
+            break
+        clock.advance(1)
+    assert seen[0] == "DEPLOYMENT_QUEUED" and seen[-1] == "DEPLOYED" and "DEPLOYING" in seen
+    assert built["getApplicationStatus"] == 1 + len(seen)              # under way: built at every read
+    ended = client.get(status).json()
+    clock.advance(3600)
+    assert client.get(status).json() == ended and built["getApplicationStatus"] == 1 + len(seen)   # kept since
 
 
 def test_nothing_is_kept_while_a_scenario_rule_is_active(client, built):
