@@ -81,13 +81,21 @@ class ApiCall:
                 self._headers["authorization"] = redact_authorization(self.authorization)
         return self._headers
 
-    def journaled_headers(self):
-        """The request's headers as the journal keeps them: `name: value` lines, the credential cut."""
+    def journaled_headers(self, journal=None):
+        """The request's headers as the journal keeps them: `name: value` lines, the credential cut. Those of a
+        client sending the same headers as the journal's call before are that call's (`journal.last_headers`)."""
+        raw = self.raw_headers
+        last = journal and journal.last_headers
+        if last is not None and last[0] == raw:
+            return last[1]
         if self.authorization is None:
-            return b"\n".join(map(b": ".join, self.raw_headers))
-        cut = b"authorization: " + redact_authorization(self.authorization).encode("latin-1")
-        return b"\n".join([cut if name == b"authorization" else name + b": " + value
-                            for name, value in self.raw_headers])
+            kept = b"\n".join(map(b": ".join, raw))
+        else:
+            cut = b"authorization: " + redact_authorization(self.authorization).encode("latin-1")
+            kept = b"\n".join([cut if name == b"authorization" else name + b": " + value for name, value in raw])
+        if journal is not None:
+            journal.last_headers = (raw, kept)
+        return kept
 
     def journal(self, rt, status, payload, reply_headers=(), trace_id=None):
         """Record the call (`trace_id`: its trace's, when tracing is on). Whatever it ended in, it is journaled: a
@@ -96,12 +104,12 @@ class ApiCall:
         body = self.body if self.ignored is None else self.ignored
         for attempt in range(2):
             try:
-                rt.journal.add(self.call_id, at=rt.clock.now(), method=self.method, path=self.path,
-                               operation=self.operation, query=self.query, headers=self.journaled_headers(), body=body,
-                               status=status, response=payload, duration=time.perf_counter() - self.started,
-                               rule=self.rule, request_id=self.request_id, token=self.token and self.token.name,
-                               reply_headers=reply_headers, fault=", ".join(self.faults) if self.faults else None,
-                               trace_id=trace_id)
+                journal = rt.journal
+                journal.record(self.call_id, rt.clock.now(), self.method, self.path, self.operation, self.query,
+                               self.journaled_headers(journal), body, status, payload,
+                               time.perf_counter() - self.started, self.rule, self.request_id,
+                               self.token and self.token.name, reply_headers, None,
+                               ", ".join(self.faults) if self.faults else None, trace_id)
                 return
             except Exception as error:
                 if attempt:

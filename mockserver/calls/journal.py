@@ -182,17 +182,19 @@ class Journal:
         self.body_limit = body_limit
         self.budget = budget
         self.last = {}                           # path -> (reply, request headers) of its latest call (LAST_PATHS)
+        self.last_headers = None                 # (the request's headers as sent, as kept) of the latest call
         if budget is not None:
             budget.join(self)
 
-    def __getstate__(self):
-        return {name: value for name, value in self.__dict__.items() if name != "last"}
+    def __getstate__(self):                     # what `last_headers` holds has the credential in clear: never saved
+        return {name: value for name, value in self.__dict__.items() if name not in ("last", "last_headers")}
 
     def __setstate__(self, state):
         """A journal read back (a copied world, a restored state file) counts in its server's budget."""
         for name, value in state.items():
             object.__setattr__(self, name, value)
         self.last = {}
+        self.last_headers = None
         if self.budget is not None:
             self.budget.join(self)
 
@@ -215,6 +217,12 @@ class Journal:
         byte pairs sent; `drift` the findings of a call forwarded to the upstream; `fault` the network faults of a
         scenario rule that shaped the reply (their names, comma-separated), None when it went out as made;
         `trace_id` the id of the call's trace (32 hex digits), when tracing is on (edge/tracing.py)."""
+        return self.record(ident, at, method, path, operation, query, headers, body, status, response, duration, rule,
+                           request_id, token, reply_headers, drift, fault, trace_id)
+
+    def record(self, ident, at, method, path, operation, query, headers, body, status, response, duration, rule,
+               request_id, token, reply_headers, drift, fault, trace_id):
+        """`add` by position (the request path's every call: a call by keyword costs more)."""
         if body is not None and operation is not None:
             body = kept_body(body, operation, status)
         truncated = None
@@ -272,6 +280,7 @@ class Journal:
         """Give up the oldest calls until at most `keep` bytes are held; returns the bytes freed."""
         freed = 0
         self.last = {}
+        self.last_headers = None
         while self.entries and self.bytes > keep:
             calls, size = self.entries.drop_front()
             self.bytes -= size
@@ -283,6 +292,7 @@ class Journal:
         if self.budget is not None:
             self.budget.total -= self.bytes
         self.last = {}
+        self.last_headers = None
         self.entries.clear()
         self.dropped = 0
         self.bytes = 0

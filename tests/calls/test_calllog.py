@@ -255,3 +255,21 @@ def test_the_replies_a_journal_remembers_for_sharing_stay_bounded():
         assert len(journal.last) <= LAST_PATHS
     journal.shrink(0)
     assert journal.last == {} and len(journal.entries) == 0
+
+
+def test_a_client_sending_the_same_headers_again_is_journaled_as_before_and_its_credential_never_saved(client):
+    client.get("/organization")
+    client.get("/organization")
+    client.get("/organization", headers={"X-Extra": "1"})
+    client.get("/organization", headers={"Authorization": "Token other-token-wxyz"})
+    rt = client.app.sandboxes.get("default").rt
+    first, second, extra, other = list(rt.journal.entries.recent)[-4:]
+    assert second.request_headers is first.request_headers        # the same headers: the same bytes kept
+    assert b"x-extra: 1" in extra.request_headers and b"x-extra" not in first.request_headers
+    assert b"authorization: Token ...oken" in first.request_headers and b"mock-admin-token" not in first.request_headers
+    assert b"authorization: Token ...wxyz" in other.request_headers and b"other-token" not in other.request_headers
+    assert rt.journal.last_headers is not None                      # it holds the headers as sent, credential and all
+    state = rt.journal.__getstate__()                               # what a state file or snapshot keeps of it
+    packed = pickle.dumps({name: value for name, value in state.items() if name != "budget"})
+    assert "last_headers" not in state and b"...oken" in packed
+    assert b"mock-admin-token" not in packed and b"other-token-wxyz" not in packed
