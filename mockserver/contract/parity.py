@@ -14,7 +14,9 @@ Safe against a real platform:
 - read-only unless `allow_writes`: a step that writes is not run (nor what needs its ids);
 - everything a step created is deleted at the end, in reverse order, through the delete operation the
   document links to its create, also when the run is interrupted (SIGINT, SIGTERM) or fails; a signal
-  that comes while a write is under way waits until the write is answered and its delete is known,
+  is obeyed at the next safe point, never in the middle of a request (the HTTP clients and the in-process
+  mock are left whole for the cleanup): before the next request, or within a tenth of a second of a wait;
+  one that comes while a write is under way waits until the write is answered and its delete is known,
   and signals during the cleanup are noted, not obeyed;
 - paced: requests to the platform are spread to `pace` (900 an hour by default, under the platform's
   1000), a 429 waits for its `Retry-After` (or `X-RateLimit-Reset`) and is sent again, and a window
@@ -53,6 +55,7 @@ BUSY = (409, 423, 425)     # a delete refused while something is under way: wait
 DELETE_TRIES = 12
 REFUSED = (401, 403)       # the platform refused the token: the run cannot go on (not drift)
 SAID_WAIT = 0.5            # seconds of a wait for the pace that the terminal is told of
+NAP = 0.1                  # seconds a wait sleeps at a time, between looks for a signal
 
 
 
@@ -159,10 +162,12 @@ class Side:
         self.map_ids = False       # a replayed flow: ids in paths and bodies are mapped
         self.cleanup = []          # (step index, delete path), in the order created
         self.requests = 0
+        self.nap = time.sleep      # how it waits; the run's obeys a signal that came meanwhile (Parity.nap)
 
     def call(self, method, path, body=None, query=None):
         failures = 0
         for _ in range(RETRIES):
+            self.nap(0)
             if self.pacer is not None:
                 self.pacer.before()
             started = time.perf_counter()
@@ -173,7 +178,7 @@ class Side:
                 failures += 1
                 if failures > CONNECTION_RETRIES or isinstance(error, httpx.UnsupportedProtocol):
                     raise Stop(f"the {self.name} cannot be reached: {type(error).__name__}") from None
-                time.sleep(failures)
+                self.nap(failures)
                 continue
             self.requests += 1
             reply = Reply(response.status_code, {k.lower(): v for k, v in response.headers.items()},
@@ -199,7 +204,7 @@ class Side:
         if self.advance is not None:
             self.advance(seconds)
         else:
-            time.sleep(seconds)
+            self.nap(seconds)
 
     def fill(self, value, constants):
         """A step's path, body or query with its placeholders and mapped ids put in (Missing otherwise)."""
@@ -355,16 +360,35 @@ class Parity:
         self.pending_signal = None
         self.signals = []              # signals noted during the cleanup
         self.started = self.finished = None
+        for side in (upstream, mock):
+            side.nap = self.nap
+            if side.pacer is not None and side.pacer.sleep is time.sleep:
+                side.pacer.sleep = self.nap
 
     # ------------------------------------------------------------ signals
     def on_signal(self, signum, frame):
+        """Noted, and obeyed at the next safe point (`checkpoint`): raised from here, the stop could land inside
+        an HTTP client's or the in-process mock's own code and leave it unable to send the cleanup."""
         name = signal.Signals(signum).name
         if self.unwinding:
             self.signals.append(name)
-        elif self.critical:
-            self.pending_signal = name
         else:
-            raise Stop(f"interrupted by {name}")
+            self.pending_signal = name
+
+    def checkpoint(self):
+        """Stop here if a signal came, unless a write is under way or the run is cleaning up."""
+        if self.pending_signal and not self.critical and not self.unwinding:
+            raise Stop(f"interrupted by {self.pending_signal}")
+
+    def nap(self, seconds):
+        """Wait, stopping within NAP seconds of a signal (at once when one came before)."""
+        end = time.monotonic() + seconds
+        while True:
+            self.checkpoint()
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(left, NAP))
 
     @contextmanager
     def write_guard(self):
@@ -374,8 +398,7 @@ class Parity:
             yield
         finally:
             self.critical -= 1
-        if not self.critical and self.pending_signal and not self.unwinding:
-            raise Stop(f"interrupted by {self.pending_signal}")
+        self.checkpoint()
 
     @contextmanager
     def signals_handled(self):
@@ -433,6 +456,7 @@ class Parity:
         return operation.operation_id if operation is not None else f"{step.method} {step.path}"
 
     def step(self, index, step):
+        self.checkpoint()
         operation = flows.operation_of(self.spec, step)
         name = operation.operation_id if operation is not None else f"{step.method} {step.path}"
         reason = self.reason_not_to_run(step, name)

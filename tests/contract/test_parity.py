@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
 
@@ -448,3 +449,38 @@ def test_a_paced_run_shows_its_pace_its_steps_and_its_waits_while_it_runs(platfo
         f"parity: [3/3] listProjects GET /organization/{ORG}/project")
     waits = [line for line in lines if re.fullmatch(r"parity:   waiting [12]\.\d s for the pace \(1 per 2 s\)", line)]
     assert len(waits) == 2, printed
+
+
+def _bare_run():
+    run = parity.Parity.__new__(parity.Parity)
+    run.unwinding, run.critical, run.pending_signal, run.signals = False, 0, None, []
+    return run
+
+
+def test_a_signal_is_noted_and_obeyed_at_the_next_safe_point_never_inside_a_request():
+    run = _bare_run()
+    run.on_signal(signal.SIGTERM, None)                    # in the middle of a request: nothing is raised there
+    assert run.pending_signal == "SIGTERM"
+    with pytest.raises(parity.Stop, match="interrupted by SIGTERM"):
+        run.checkpoint()                                   # the next step, request or wait stops the run
+    with pytest.raises(parity.Stop, match="interrupted by SIGTERM"):
+        run.nap(30)
+    with pytest.raises(parity.Stop, match="interrupted by SIGTERM"):
+        with run.write_guard():
+            run.checkpoint()                               # a write under way is answered first
+            run.nap(0.01)
+    run.unwinding = True                                   # the cleanup: noted, not obeyed
+    run.on_signal(signal.SIGINT, None)
+    run.nap(0.01)
+    run.checkpoint()
+    assert run.signals == ["SIGINT"]
+
+
+def test_a_wait_ends_soon_after_a_signal_comes_during_it():
+    run = _bare_run()
+    timer = threading.Timer(0.2, run.on_signal, (signal.SIGTERM, None))
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(parity.Stop, match="interrupted by SIGTERM"):
+        run.nap(30)
+    assert time.monotonic() - started < 10                  # not the whole wait
