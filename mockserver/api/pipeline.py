@@ -81,22 +81,6 @@ class ApiCall:
                 self._headers["authorization"] = redact_authorization(self.authorization)
         return self._headers
 
-    def journaled_headers(self, journal=None):
-        """The request's headers as the journal keeps them: `name: value` lines, the credential cut. Those of a
-        client sending the same headers as the journal's call before are that call's (`journal.last_headers`)."""
-        raw = self.raw_headers
-        last = journal and journal.last_headers
-        if last is not None and last[0] == raw:
-            return last[1]
-        if self.authorization is None:
-            kept = b"\n".join(map(b": ".join, raw))
-        else:
-            cut = b"authorization: " + redact_authorization(self.authorization).encode("latin-1")
-            kept = b"\n".join([cut if name == b"authorization" else name + b": " + value for name, value in raw])
-        if journal is not None:
-            journal.last_headers = (raw, kept)
-        return kept
-
     def journal(self, rt, status, payload, reply_headers=(), trace_id=None):
         """Record the call (`trace_id`: its trace's, when tracing is on). Whatever it ended in, it is journaled: a
         body the journal cannot keep (which would be a bug) is replaced by a note saying why, rather than losing
@@ -106,7 +90,7 @@ class ApiCall:
             try:
                 journal = rt.journal
                 journal.record(self.call_id, rt.clock.now(), self.method, self.path, self.operation, self.query,
-                               self.journaled_headers(journal), body, status, payload,
+                               journal.request_headers(self.raw_headers, self.authorization), body, status, payload,
                                time.perf_counter() - self.started, self.rule, self.request_id,
                                self.token and self.token.name, reply_headers, None,
                                ", ".join(self.faults) if self.faults else None, trace_id)

@@ -276,6 +276,21 @@ class Journal:
         self.last[path] = (response, request_headers)
         return response, request_headers
 
+    def request_headers(self, raw, authorization):
+        """A request's headers as the journal keeps them (`raw`: the server's byte pairs; `authorization`: the
+        credential sent, or None): `name: value` lines, the credential cut. A client sending the same headers as
+        the call before gets that call's bytes, neither joined nor cut again (`last_headers`)."""
+        last = self.last_headers
+        if last is not None and last[0] == raw:
+            return last[1]
+        if authorization is None:
+            kept = b"\n".join(map(b": ".join, raw))
+        else:
+            cut = b"authorization: " + redact_authorization(authorization).encode("latin-1")
+            kept = b"\n".join([cut if name == b"authorization" else name + b": " + value for name, value in raw])
+        self.last_headers = (raw, kept)
+        return kept
+
     def shrink(self, keep):
         """Give up the oldest calls until at most `keep` bytes are held; returns the bytes freed."""
         freed = 0

@@ -122,8 +122,7 @@ class Runtime:
         """Bring deployments and webhook attempts up to now; returns that time. When one fell due, the world
         counts a change (its kept replies no longer hold)."""
         now = self.clock.now()
-        due, pending = self.lifecycle.due, self.webhooks.pending
-        if due and due[0][0] <= now or pending and pending[0][0] <= now:
+        if self._due(now):
             self.generation += 1
             self.lifecycle.pump(now)
             self.webhooks.pump(now)
@@ -133,8 +132,10 @@ class Runtime:
         """Whether pump() has anything to do now: a deployment step or a webhook attempt that fell due. The
         background loop asks every awake world 20 times a second; with hundreds of sandboxes the two
         pumps, called for nothing, were a good part of its time."""
-        due, pending = self.lifecycle.due, self.webhooks.pending
-        if not (due or pending):
+        if not (self.lifecycle.due or self.webhooks.pending):
             return False
-        now = self.clock.now()
+        return self._due(self.clock.now())
+
+    def _due(self, now):
+        due, pending = self.lifecycle.due, self.webhooks.pending
         return bool(due and due[0][0] <= now or pending and pending[0][0] <= now)
