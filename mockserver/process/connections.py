@@ -40,10 +40,12 @@ import logging
 from dataclasses import dataclass
 
 import httptools
-from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+from uvicorn.protocols.http import httptools_impl as _impl
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol, RequestResponseCycle
 
 from mockserver.core.errors import ApiError
 from mockserver.edge.requestid import request_id
+from mockserver.process.onewrite import OneWrite
 
 LINGER = 1.0                     # seconds a refused connection still reads before it closes
 LINGER_BYTES = 1024 * 1024       # ... and bytes
@@ -204,7 +206,11 @@ class GuardedProtocol(HttpToolsProtocol):
             self._disarm()
             self._too_large()
             raise _Answered()
-        _base.on_headers_complete(self)
+        _impl.RequestResponseCycle = OneWrite    # the cycle uvicorn makes now sends its reply in one write
+        try:                                     # (process/onewrite.py); no other server's cycle is made meanwhile
+            _base.on_headers_complete(self)
+        finally:
+            _impl.RequestResponseCycle = RequestResponseCycle
         guard.deadline, guard.expired = guard.now + self.limits.body_timeout, self._body_too_slow
 
     def _head_size(self):
