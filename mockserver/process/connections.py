@@ -5,7 +5,7 @@
 - **header timeout**: a request's line and headers must have arrived `header_timeout` seconds
   after the connection opened or the request's first byte came; a connection that stays silent,
   or sends its headers a few bytes at a time, is answered 408 and closed. (Between requests, an
-  idle keep-alive connection is closed after uvicorn's keep-alive timeout.)
+  idle keep-alive connection is closed after the keep-alive timeout, uvicorn's 5 seconds.)
 - **body timeout**: the request's body must have arrived `body_timeout` seconds after its headers;
   a slow upload is answered 408 (when nothing was answered yet) and closed, and the request being
   answered sees the client disconnect.
@@ -22,7 +22,8 @@
   idle keep-alive); only when every connection has a request in progress is it refused, 503.
 
 Deadlines are times noted on the connection, not timers: one sweep every SWEEP seconds answers the
-connections past theirs, so a request pays for two assignments instead of two timers (a timeout fires
+connections past theirs (and closes those idle past the keep-alive timeout, for which uvicorn would set and
+cancel a timer on every request), so a request pays for assignments instead of timers (a timeout fires
 at most SWEEP seconds late). The time a deadline starts from is read once per chunk received (`now`),
 and the order connections fell idle in is a counter, not a time: the parser's steps, run for every
 request, read no clock.
@@ -83,7 +84,7 @@ class Guard:
     instructions at the floor)."""
 
     __slots__ = ("deadline", "expired", "in_head", "head_bytes", "fed", "now", "waiting_since", "answered",
-                 "refusal", "discarded", "write_deadline", "write_pending", "dropped", "running")
+                 "refusal", "discarded", "write_deadline", "write_pending", "dropped", "running", "idle_until")
 
     def __init__(self, now):
         self.deadline = None     # when the header or body timeout in force runs out (loop time)
@@ -100,6 +101,7 @@ class Guard:
         self.write_pending = 0       # ... and the bytes it still held when last looked at
         self.dropped = False         # dropped for that
         self.running = None          # the request being answered (cycle is the one read last, maybe behind it)
+        self.idle_until = None       # when a kept-alive connection that sent nothing more is closed (loop time)
 
 
 class GuardedProtocol(HttpToolsProtocol):
@@ -173,7 +175,7 @@ class GuardedProtocol(HttpToolsProtocol):
             if guard.discarded > LINGER_BYTES:
                 self.transport.close()
             return
-        self._unset_keepalive_if_required()
+        guard.idle_until = None                  # not idle: the keep-alive timeout stops
         guard.now = self.loop.time()
         guard.fed = len(data)
         if guard.in_head:
@@ -223,10 +225,19 @@ class GuardedProtocol(HttpToolsProtocol):
         self.guard.in_head, self.guard.head_bytes = True, 0
 
     def on_response_complete(self):
-        _base.on_response_complete(self)
-        self.guard.waiting_since = next(IDLE_ORDER)
-        if self.guard.refusal is not None:       # a request behind this one was refused: its reply comes now
-            self._answer(*self.guard.refusal)
+        """uvicorn's step, but the keep-alive timeout is a deadline noted for the sweep, not a timer."""
+        self.server_state.total_requests += 1
+        guard = self.guard
+        guard.waiting_since = next(IDLE_ORDER)
+        if not self.transport.is_closing():
+            self.flow.resume_reading()
+            if self.pipeline:                    # the next request, sent while this one was answered
+                cycle, app = self.pipeline.pop()
+                self._start_asgi_task(cycle, app)
+            else:
+                guard.idle_until = self.loop.time() + self.timeout_keep_alive
+        if guard.refusal is not None:            # a request behind this one was refused: its reply comes now
+            self._answer(*guard.refusal)
 
     # ------------------------------------------------------------ timeouts and replies
     def _arm(self, seconds, callback):
@@ -253,6 +264,10 @@ class GuardedProtocol(HttpToolsProtocol):
             if connection.guard.deadline is not None and connection.guard.deadline <= now:
                 connection.guard.deadline = None
                 connection.guard.expired()
+            if connection.guard.idle_until is not None and connection.guard.idle_until <= now:
+                connection.guard.idle_until = None   # kept alive and silent for --timeout-keep-alive: closed
+                if not connection.transport.is_closing():
+                    connection.transport.close()
             dropped += connection._unread(now)
         if dropped:
             cls.unread += dropped

@@ -1,5 +1,6 @@
-"""A reply leaves in one write, head and body together (process/onewrite.py), through the protocol `serve` runs:
-what reaches the connection's transport is checked write by write, with tiny ASGI apps written here."""
+"""The protocol `serve` runs (process/connections.py), driven in-process with tiny ASGI apps written here and a
+transport that keeps every write apart: a reply leaves in one write, head and body together
+(process/onewrite.py); an idle kept-alive connection is closed by the sweep after the keep-alive timeout."""
 
 import asyncio
 
@@ -68,21 +69,35 @@ def body(data, more=False):
     return {"type": "http.response.body", "body": data, "more_body": more}
 
 
-async def exchange(app, *requests):
-    """Feed the requests (raw bytes, one chunk each) and return the transport's writes once every reply is whole."""
+def connect(app, keep_alive=5):
     config = uvicorn.Config(app, access_log=False, lifespan="off", ws="none", http="httptools", date_header=False,
-                            server_header=False)
+                            server_header=False, timeout_keep_alive=keep_alive)
     config.load()
     transport = Transport()
     connection = protocol(Limits())(config=config, server_state=ServerState(), app_state={},
                                     _loop=asyncio.get_running_loop())
     connection.connection_made(transport)
+    return connection, transport
+
+
+async def answered(connection, data, within=1.0):
+    """Feed one chunk and wait until every reply it asked for is whole: False when none is after `within` seconds
+    (a chunk that is not a whole request, a reply the server refused to send)."""
+    connection.data_received(data)
+    waited = 0.0
+    while waited < within:
+        if connection.cycle is not None and connection.cycle.response_complete and not connection.pipeline:
+            return True
+        await asyncio.sleep(0.005)
+        waited += 0.005
+    return False
+
+
+async def exchange(app, *requests):
+    """Feed the requests (raw bytes, one chunk each) and return the transport's writes once every reply is whole."""
+    connection, transport = connect(app)
     for data in requests:
-        connection.data_received(data)
-        for _ in range(500):
-            if connection.cycle is not None and connection.cycle.response_complete and not connection.pipeline:
-                break
-            await asyncio.sleep(0.001)
+        await answered(connection, data)
     connection.connection_lost(None)
     return transport.writes
 
@@ -153,3 +168,47 @@ def test_a_reply_without_a_body_is_one_write(status):
     writes = run(reply_with(start(status), body(b"")), GET)
     assert len(writes) == 1 and writes[0].startswith(b"HTTP/1.1 %d" % status)
     assert b"transfer-encoding" not in writes[0]
+
+
+# ---------------------------------------------------------------- keep-alive
+async def kept_alive(pause_before_second):
+    """A kept-alive connection (keep-alive timeout 0.3 s): one request, a pause, maybe a second; (closed after the
+    pause, closed 0.9 s after the last reply, replies)."""
+    connection, transport = connect(reply_with(start(length=2), body(b"{}")), keep_alive=0.3)
+    assert await answered(connection, GET)
+    await asyncio.sleep(pause_before_second)
+    closed_after_pause = transport.closing
+    if not closed_after_pause:
+        assert await answered(connection, GET)
+    await asyncio.sleep(0.9)                   # the timeout and a sweep (SWEEP: 0.25 s) have passed
+    closed_later = transport.closing
+    connection.connection_lost(None)
+    return closed_after_pause, closed_later, len(transport.writes)
+
+
+def test_a_request_within_the_keep_alive_timeout_is_served_on_the_same_connection():
+    closed_after_pause, closed_later, replies = asyncio.run(kept_alive(0.1))
+    assert not closed_after_pause and replies == 2
+    assert closed_later                        # idle again: closed after its timeout
+
+
+def test_an_idle_kept_alive_connection_is_closed_after_the_keep_alive_timeout():
+    closed_after_pause, _, replies = asyncio.run(kept_alive(0.9))
+    assert closed_after_pause and replies == 1
+
+
+def test_a_slow_reply_does_not_count_against_the_keep_alive_timeout():
+    async def slow(scope, receive, send):
+        await receive()
+        await asyncio.sleep(1.0)               # longer than the keep-alive timeout
+        await send(start(length=2))
+        await send(body(b"{}"))
+
+    async def scenario():
+        connection, transport = connect(slow, keep_alive=0.5)
+        assert await answered(connection, GET, within=3)
+        await asyncio.sleep(0.3)               # a sweep ran; the timeout counts from the reply, not the request
+        open_after_reply = not transport.closing
+        connection.connection_lost(None)
+        return open_after_reply
+    assert asyncio.run(scenario())
