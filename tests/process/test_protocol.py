@@ -212,3 +212,18 @@ def test_a_slow_reply_does_not_count_against_the_keep_alive_timeout():
         connection.connection_lost(None)
         return open_after_reply
     assert asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("name, value", [(b"x-smuggled", b"a\r\nset-cookie: b"), (b"x bad", b"distinct-value"),
+                                         (b"x-nul", b"a\x00b")])
+def test_a_header_a_reply_may_not_hold_never_reaches_the_client(name, value):
+    message = {**start(length=2), "headers": [(b"content-length", b"2"), (name, value)]}
+    raw = b"".join(run(reply_with(message, body(b"{}")), GET))
+    assert value not in raw and b"set-cookie" not in raw
+    assert raw == b"" or raw.startswith(b"HTTP/1.1 500")   # the app's error: a 500 of the server, never its head
+
+
+def test_the_head_says_what_uvicorn_says_of_length_and_connection():
+    message = {**start(), "headers": [(b"Content-Length", b"2"), (b"Connection", b"keep-alive, Close")]}
+    writes = run(reply_with(message, body(b"{}")), GET)
+    assert writes == [b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: keep-alive, Close\r\n\r\n{}"]
