@@ -6,6 +6,11 @@ mock (httptools, uvloop, no access log):
 
     python bench/floor_app.py --replies FILE --kind raw --port 8082        # a plain ASGI callable
     python bench/floor_app.py --replies FILE --kind starlette --port 8083  # a Starlette route + Response
+    python bench/floor_app.py --replies FILE --kind raw --serve-protocol   # the first, under serve's protocol
+
+`--serve-protocol` runs the app under the protocol `mockserver serve` runs (process/connections.py: the
+limits below HTTP, a reply in one write, the keep-alive timeout watched by a sweep) instead of uvicorn's own:
+that floor shows what the serving stack costs apart from the mock's own work.
 
 Neither does any of the mock's work (routing, credentials, rate limit, validation, state, journal):
 what they cost is what sending those replies costs on this stack, which no implementation of the mock
@@ -67,8 +72,13 @@ if __name__ == "__main__":
     parser.add_argument("--kind", choices=("raw", "starlette"), default="raw")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8082)
+    parser.add_argument("--serve-protocol", action="store_true", help="run under the protocol of mockserver serve")
     args = parser.parse_args()
     replies = load(args.replies)
     app = raw_app(replies) if args.kind == "raw" else starlette_app(replies)
+    http = "httptools"
+    if args.serve_protocol:
+        from mockserver.process.connections import Limits, protocol
+        http = protocol(Limits())
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False,
-                lifespan="off" if args.kind == "raw" else "on", http="httptools", loop="uvloop")
+                lifespan="off" if args.kind == "raw" else "on", http=http, loop="uvloop")

@@ -5,7 +5,7 @@
     python bench/run.py --with-prism    # add Prism 5.14.2 (installed into bench/.prism/ with npm)
     python bench/run.py --scale         # add start-up time, RSS over 1M requests, latency vs store size
     python bench/run.py --variants      # add a paired table: the mock vs itself with CORS off / access log on
-    python bench/run.py --floors        # add the floor: the mock's own replies sent fixed (bench/floor_app.py)
+    python bench/run.py --floors        # add the floors: the mock's own replies sent fixed (bench/floor_app.py)
     python bench/run.py --no-throughput --variants --tracing --out tracing   # what OpenTelemetry tracing costs
 
 Every server is pinned to CPU 0 and wrk to CPU 1 (taskset); wrk runs 1 thread, 8 connections.
@@ -194,6 +194,8 @@ def servers(with_prism, baseline=None, floors=None):
         for kind in ("raw", "starlette"):
             yield f"floor-{kind}", [PYTHON, str(BENCH / "floor_app.py"), "--replies", str(floors), "--kind", kind,
                                     "--port", "{port}"], ROOT, None
+        yield "floor-serve", [PYTHON, str(BENCH / "floor_app.py"), "--replies", str(floors), "--kind", "raw",
+                              "--serve-protocol", "--port", "{port}"], ROOT, None
     if with_prism:
         if not PRISM.exists():
             print(f"installing @stoplight/prism-cli@{PRISM_VERSION} into bench/.prism/ ...", flush=True)
@@ -401,7 +403,9 @@ def markdown(report):
         if any(r["server"].startswith("floor") for r in report["throughput"]):
             lines += ["", "floor-raw and floor-starlette (`--floors`, bench/floor_app.py) send the mock's own replies "
                       "(status, headers, body, recorded from it in this run) fixed, as a plain ASGI app and as a "
-                      "Starlette route, doing none of the mock's work: what those replies cost to send on this stack."]
+                      "Starlette route, doing none of the mock's work: what those replies cost to send on this stack. "
+                      "floor-serve is floor-raw under the protocol `mockserver serve` runs instead of uvicorn's "
+                      "own (process/connections.py): the mock less floor-serve is the mock's own work."]
     if report.get("variants"):
         lines += ["", "Paired: the mock as it ships and its variants, started together and loaded in turn "
                   "(req/s vs mock: median over the runs of the variant's req/s over the mock's, run by run; "
@@ -441,8 +445,9 @@ def main():
                              "with every span printed) in place of CORS, access log and allocator")
     parser.add_argument("--out", default="latest", help="name of the result files (default latest: latest.md)")
     parser.add_argument("--floors", action="store_true",
-                        help="also load two apps that send the mock's own replies fixed, doing none of its work "
-                             "(bench/floor_app.py: plain ASGI and Starlette): what the replies alone cost")
+                        help="also load apps that send the mock's own replies fixed, doing none of its work "
+                             "(bench/floor_app.py: plain ASGI and Starlette under uvicorn's protocol, plain ASGI "
+                             "under serve's): what the replies alone cost")
     parser.add_argument("--runs", type=int, default=5, help="runs per server and request (default 5)")
     parser.add_argument("--seconds", type=int, default=3, help="seconds per run (default 3)")
     parser.add_argument("--port", type=int, default=18080)

@@ -71,8 +71,9 @@ async def deliver(receive, send, status, headers, payload, faults):
     kept = body[:cut_at(len(body), cut)]
     transport = _transport(receive)
     await send({"type": "http.response.start", "status": status, "headers": headers})
-    if kept:
-        await send({"type": "http.response.body", "body": kept, "more_body": True})
+    # sent even when nothing of the body is kept: a server may hold the head until a body message comes (ASGI;
+    # `serve` does, to write both at once: process/onewrite.py), and the client must see the head before the cut
+    await send({"type": "http.response.body", "body": kept, "more_body": True})
     if "reset" in faults:
         await asyncio.sleep(SETTLE)
         _reset(transport)
