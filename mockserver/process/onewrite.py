@@ -14,6 +14,7 @@ log, a client gone or not reading) is left to uvicorn as it is, after the held h
 from uvicorn.protocols.http.httptools_impl import HEADER_RE, HEADER_VALUE_RE, STATUS_LINE, RequestResponseCycle
 
 _send = RequestResponseCycle.send
+JOIN_BELOW = 4096        # bytes of body under which head and body are joined before the write, not written as two
 
 
 class OneWrite(RequestResponseCycle):
@@ -29,7 +30,10 @@ class OneWrite(RequestResponseCycle):
                     and not self.flow.write_paused and self.scope["method"] != "HEAD"
                     and len(body := message.get("body", b"")) <= self.expected_content_length):
                 self.expected_content_length -= len(body)
-                self.transport.write(held + body)
+                if len(body) < JOIN_BELOW:
+                    self.transport.write(held + body)
+                else:                     # one system call still (uvloop writes the two with writev), no copy
+                    self.transport.writelines((held, body))
                 if not message.get("more_body", False):
                     self._complete()
                 return

@@ -69,11 +69,11 @@ def body(data, more=False):
     return {"type": "http.response.body", "body": data, "more_body": more}
 
 
-def connect(app, keep_alive=5):
+def connect(app, keep_alive=5, transport=None):
     config = uvicorn.Config(app, access_log=False, lifespan="off", ws="none", http="httptools", date_header=False,
                             server_header=False, timeout_keep_alive=keep_alive)
     config.load()
-    transport = Transport()
+    transport = transport or Transport()
     connection = protocol(Limits())(config=config, server_state=ServerState(), app_state={},
                                     _loop=asyncio.get_running_loop())
     connection.connection_made(transport)
@@ -227,3 +227,17 @@ def test_the_head_says_what_uvicorn_says_of_length_and_connection():
     message = {**start(), "headers": [(b"Content-Length", b"2"), (b"Connection", b"keep-alive, Close")]}
     writes = run(reply_with(message, body(b"{}")), GET)
     assert writes == [b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: keep-alive, Close\r\n\r\n{}"]
+
+
+def test_a_large_body_leaves_with_its_head_in_one_call_of_the_transport():
+    class Lines(Transport):
+        def writelines(self, pieces):
+            self.writes.append(b"".join(pieces))   # one call of the transport: uvloop sends it with one writev
+
+    async def scenario():
+        large = b"x" * 20000
+        connection, transport = connect(reply_with(start(length=len(large)), body(large)), transport=Lines())
+        assert await answered(connection, GET)
+        return transport.writes, large
+    writes, large = asyncio.run(scenario())
+    assert len(writes) == 1 and writes[0].startswith(b"HTTP/1.1 200") and writes[0].endswith(b"\r\n\r\n" + large)
