@@ -13,7 +13,6 @@ import math
 import os
 import platform
 import re
-import signal
 import socket
 import sys
 import time
@@ -779,6 +778,7 @@ def serve(settings, variables=None):
     import uvicorn
 
     from mockserver.process.collector import Collector
+    from mockserver.process.stopping import Server
     server.collector = Collector()            # collections walk only what is young (process/collector.py)
     server.collector.install()
     server.shared.settle = server.collector.settle
@@ -790,11 +790,7 @@ def serve(settings, variables=None):
                             server_header=False, date_header=not settings.upstream)
     print("\n".join(start_lines(settings, server, listener.getsockname()[1], variables)), file=sys.stderr,
           flush=True)
-    for number in (signal.SIGINT, signal.SIGTERM):
-        # uvicorn stops gracefully on these, then sends the signal again to whatever handled it before:
-        # noted here, so that the exit status says how the stop went instead of a traceback or a signal
-        signal.signal(number, lambda *_: None)
-    uvicorn.Server(config).run(sockets=[listener])
+    Server(config).run(sockets=[listener])     # a SIGINT or SIGTERM from now on stops it (process/stopping.py)
     # 1: the last save of the state file, or the HAR file or fixtures of a recording, could not be written
     # (each said in one line as it failed)
     if server.saver is not None and server.saver.final_error:
