@@ -196,6 +196,10 @@ def servers(with_prism, baseline=None, floors=None):
                                     "--port", "{port}"], ROOT, None
         yield "floor-serve", [PYTHON, str(BENCH / "floor_app.py"), "--replies", str(floors), "--kind", "raw",
                               "--serve-protocol", "--port", "{port}"], ROOT, None
+        yield "floor-bare", [PYTHON, str(BENCH / "floor_app.py"), "--replies", str(floors), "--kind", "bare",
+                             "--port", "{port}"], ROOT, None
+        yield "floor-lean", [PYTHON, str(BENCH / "floor_app.py"), "--replies", str(floors), "--kind", "lean",
+                             "--port", "{port}"], ROOT, None
     if with_prism:
         if not PRISM.exists():
             print(f"installing @stoplight/prism-cli@{PRISM_VERSION} into bench/.prism/ ...", flush=True)
@@ -405,7 +409,11 @@ def markdown(report):
                       "(status, headers, body, recorded from it in this run) fixed, as a plain ASGI app and as a "
                       "Starlette route, doing none of the mock's work: what those replies cost to send on this stack. "
                       "floor-serve is floor-raw under the protocol `mockserver serve` runs instead of uvicorn's "
-                      "own (process/connections.py): the mock less floor-serve is the mock's own work."]
+                      "own (process/connections.py): the mock less floor-serve is the mock's own work. floor-bare sends the "
+                      "same bytes with no ASGI server (an asyncio protocol and httptools): floor-serve less "
+                      "floor-bare is what the ASGI server's own steps cost. floor-lean runs floor-raw's app under a "
+                      "minimal ASGI server (a scope, a task, one write; no limits or flow control): what ASGI "
+                      "itself costs above floor-bare."]
     if report.get("variants"):
         lines += ["", "Paired: the mock as it ships and its variants, started together and loaded in turn "
                   "(req/s vs mock: median over the runs of the variant's req/s over the mock's, run by run; "
@@ -447,7 +455,7 @@ def main():
     parser.add_argument("--floors", action="store_true",
                         help="also load apps that send the mock's own replies fixed, doing none of its work "
                              "(bench/floor_app.py: plain ASGI and Starlette under uvicorn's protocol, plain ASGI "
-                             "under serve's): what the replies alone cost")
+                             "under serve's and under a minimal ASGI server; and no ASGI server at all): what the replies alone cost")
     parser.add_argument("--runs", type=int, default=5, help="runs per server and request (default 5)")
     parser.add_argument("--seconds", type=int, default=3, help="seconds per run (default 3)")
     parser.add_argument("--port", type=int, default=18080)

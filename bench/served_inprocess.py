@@ -114,7 +114,8 @@ def mock_protocol(build_every=False):
 def floor_protocol(replies):
     sys.path.insert(0, str(BENCH))
     from floor_app import load, raw_app
-    config = uvicorn.Config(raw_app(load(replies)), access_log=False, lifespan="off", ws="none", http="httptools")
+    config = uvicorn.Config(raw_app(load(replies)), access_log=False, lifespan="off", ws="none", http="httptools",
+                            proxy_headers=False, server_header=False)      # as `serve` and floor_app.py set them
     return config, HttpToolsProtocol
 
 
