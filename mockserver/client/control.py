@@ -190,6 +190,8 @@ class Client:
     def verify(self, times=None, at_least=None, at_most=None, count=None, **filters):
         """Did calls matching the filters happen `times` (or `count`) times, at least or at most so often? The
         verdict, with a readable message when it fails. With no bound, at least once."""
+        if times is not None and count is not None:
+            raise TypeError("verify: times and count are two names of one bound: give one of them")
         body = _given(count=times if times is not None else count, at_least=at_least, at_most=at_most,
                       **filters)
         return self._control("POST", "/calls/verify", json=body)

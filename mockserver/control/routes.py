@@ -313,6 +313,8 @@ async def clear_calls(request):
 
 def expectation(body):
     """The counts a verify asks for (at least one matching call when it names none)."""
+    if "count" in body and "times" in body:     # two names of one bound: which one was meant is not the mock's guess
+        raise ApiError(400, "body.times: another name of count: give count or times, not both")
     expect = {"count" if name == "times" else name: body[name] for name in COUNTS if name in body} or {"at_least": 1}
     for name, value in expect.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:

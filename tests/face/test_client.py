@@ -148,6 +148,8 @@ def test_verify_counts_and_a_failing_assertion_carries_the_servers_message(mock)
     with pytest.raises(MockServerError) as refused:
         box.verify(operation="getOrganizaton")
     assert refused.value.status == 400 and "getOrganization" in refused.value.message
+    with pytest.raises(TypeError, match="give one of them"):
+        box.verify(operation="getOrganization", times=3, count=3)
     box.delete_sandbox()
 
 

@@ -89,3 +89,6 @@ def test_verify_takes_times_as_count_over_http(http):
     assert missed["ok"] is False and "expected count 3" in missed["message"]
     assert http.post("/_mock/calls/verify", json={"operation": "getOrganization", "count": 2}).json()["ok"] is True
     assert_error(http.post("/_mock/calls/verify", json={"operation": "getOrganization", "times": -1}), 400)
+    both = assert_error(http.post("/_mock/calls/verify", json={"operation": "getOrganization", "times": 2, "count": 2}),
+                        400)
+    assert "give count or times, not both" in both["message"]

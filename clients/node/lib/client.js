@@ -250,6 +250,9 @@ export class MockServerClient {
    * `count` (or `times`), `atLeast`, `atMost`.
    */
   verify({ times, ...filters } = {}) {
+    if (times !== undefined && filters.count !== undefined) {
+      return Promise.reject(new TypeError('verify: times and count are two names of one bound: give one of them'));
+    }
     const body = snaked(filters);
     if (times !== undefined) body.count = times;
     return this._control('POST', '/calls/verify', { json: body });

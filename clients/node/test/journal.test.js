@@ -16,6 +16,7 @@ test('verify counts calls: count, atLeast, atMost, and the filters', async (t) =
   assert.equal(exact.ok, true);
   assert.equal(exact.actual, 3);
   assert.equal((await sb.verify({ operation: 'getApplicationStatus', times: 3 })).ok, true, 'times is count');
+  await assert.rejects(sb.verify({ operation: 'getApplicationStatus', times: 3, count: 3 }), TypeError);
   assert.equal((await sb.verify({ operation: 'getApplicationStatus', atLeast: 2 })).ok, true);
   assert.equal((await sb.verify({ operation: 'getApplicationStatus', at_least: 4 })).ok, false);
   assert.equal((await sb.verify({ operation: 'getApplicationStatus', atMost: 3 })).ok, true);
