@@ -121,6 +121,8 @@ export interface SandboxOptions {
   fixtures?: string;
   snapshot?: string;
   journalBodyLimit?: number;
+  /** The sandbox ends after `seconds` on its own clock or after `calls` API calls (give at least one). */
+  expires?: { seconds?: number; calls?: number };
   pollProgress?: {
     reads?: number;
     readsPerStep?: number;

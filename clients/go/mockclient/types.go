@@ -277,6 +277,15 @@ type SandboxOptions struct {
 	Snapshot         string    // the snapshot to start from
 	JournalBodyLimit int       // bytes of a body the journal keeps whole (0: the server's default)
 	PollProgress     Object    // deployments that move by status reads: {"reads": 3}
+	Expires          *Expiry   // the sandbox ends after a time on its clock or a number of API calls (nil: never)
+}
+
+// Expiry ends a sandbox: after Seconds on its own clock from its making, or after Calls API calls, whichever
+// comes first (a zero field is not sent; give at least one). Its next API call then meets a fresh sandbox of
+// that name, and a control call a 404 that says it expired.
+type Expiry struct {
+	Seconds float64 `json:"seconds,omitempty"`
+	Calls   int64   `json:"calls,omitempty"`
 }
 
 // MarshalJSON sends only the options given (Scenarios: an empty, non-nil list is sent as []).
@@ -309,6 +318,9 @@ func (o SandboxOptions) MarshalJSON() ([]byte, error) {
 	if o.PollProgress != nil {
 		body["poll_progress"] = o.PollProgress
 	}
+	if o.Expires != nil {
+		body["expires"] = o.Expires
+	}
 	return json.Marshal(body)
 }
 
@@ -325,6 +337,7 @@ type SandboxInfo struct {
 	Scenarios         []string  `json:"scenarios"`
 	Clock             Clock     `json:"clock"`
 	Asleep            bool      `json:"asleep"`
+	Expires           *Expiry   `json:"expires"` // as it was made with, or nil
 }
 
 // SnapshotOptions shape Snapshot.

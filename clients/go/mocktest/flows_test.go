@@ -147,6 +147,38 @@ func TestSandboxIsDeletedWhenTheTestEnds(t *testing.T) {
 	}
 }
 
+// TestSandboxExpiresAfterItsCalls makes a sandbox that ends after three API calls: the third still sees
+// the project the second made, the fourth meets a fresh sandbox of the name, made without the option.
+func TestSandboxExpiresAfterItsCalls(t *testing.T) {
+	t.Parallel()
+	h := mocktest.Sandbox(t, mockclient.SandboxOptions{Expires: &mockclient.Expiry{Calls: 3}})
+	ctx := context.Background()
+	info, err := h.GetSandbox(ctx, h.SandboxName())
+	if err != nil || info.Expires == nil || info.Expires.Calls != 3 || info.Expires.Seconds != 0 {
+		t.Fatalf("sandbox record %+v (%v), want expires {calls: 3}", info, err)
+	}
+	projects := func() int {
+		code, list := on(t, h, "reader", "GET", "/organization/"+orgID+"/project", nil)
+		if code != 200 {
+			t.Fatalf("list projects answered %d: %v", code, list)
+		}
+		return len(list["results"].([]any))
+	}
+	start := projects() // call 1
+	if code, _ := on(t, h, "admin", "POST", "/organization/"+orgID+"/project", map[string]any{"name": "kept"}); code != 201 {
+		t.Fatalf("create project answered %d", code) // call 2
+	}
+	if got := projects(); got != start+1 { // call 3: the last it serves
+		t.Errorf("third call saw %d projects, want %d", got, start+1)
+	}
+	if got := projects(); got != start { // call 4: a fresh sandbox
+		t.Errorf("fourth call saw %d projects, want the fixtures' %d", got, start)
+	}
+	if info, err := h.GetSandbox(ctx, h.SandboxName()); err != nil || info.Expires != nil {
+		t.Errorf("the fresh sandbox %+v (%v), want one made without expires", info, err)
+	}
+}
+
 // TestClockAdvanceThroughADeployment moves a manual clock second by second through a deploy of the
 // application web: DEPLOYMENT_QUEUED -> BUILDING -> DEPLOYING -> DEPLOYED.
 func TestClockAdvanceThroughADeployment(t *testing.T) {

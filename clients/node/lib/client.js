@@ -380,7 +380,8 @@ export class MockServerClient {
 
   /**
    * PUT /_mock/sandboxes/{name}: create the sandbox fresh (or replace it) with options (clock, start, seed,
-   * rateLimit, scenarios, fixtures, snapshot, journalBodyLimit, pollProgress); returns the server's record.
+   * rateLimit, scenarios, fixtures, snapshot, journalBodyLimit, pollProgress, expires); returns the server's
+   * record.
    */
   async createSandbox(name, options = {}) {
     return this._control('PUT', `/sandboxes/${checkSandboxName(name)}`,

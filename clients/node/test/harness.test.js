@@ -41,6 +41,17 @@ test('useSandbox options: the sandbox\'s own (clock, seed, ...) and the harness\
   await server.mock.deleteSandbox(name);
 });
 
+test('a sandbox made with expires ends after its calls: the next call meets a fresh one', async (t) => {
+  const sb = await useSandbox(t, server.ready, { expires: { calls: 3 } });
+  assert.deepEqual((await sb.getSandbox()).expires, { calls: 3 });
+  const projects = async () => (await api(sb.url, 'GET', `/organization/${ORG}/project`)).body.results.length;
+  const start = await projects();                                                   // call 1
+  assert.equal((await api(sb.url, 'POST', `/organization/${ORG}/project`, { json: { name: 'kept' } })).status, 201);
+  assert.equal(await projects(), start + 1, 'the third call is the last it serves');
+  assert.equal(await projects(), start, 'the fourth meets a fresh sandbox');
+  assert.equal((await sb.getSandbox()).expires, undefined, 'made without the option');
+});
+
 test('useSandbox without a test context says what to use instead', async () => {
   await assert.rejects(useSandbox({}, server.ready), /sandboxFor\(mock, \{ beforeEach, afterEach \}\)/);
 });

@@ -12,7 +12,8 @@ async function usage(): Promise<void> {
   const container = await startContainer({ network: 'host', image: 'idp-mockserver:local' });
   const any = await startMock({ way: 'local' });
   test('typed', async (t) => {
-    const sb = await useSandbox(t, mock, { scenarios: ['build-fails'], pact: 'pacts/x.json', clock: 'manual' });
+    const sb = await useSandbox(t, mock, { scenarios: ['build-fails'], pact: 'pacts/x.json', clock: 'manual',
+      expires: { seconds: 3600 } });
     const headers: { Authorization: string } = sb.headers('deployer');
     await fetch(`${sb.url}/application/${DEFAULT_APPLICATION}/deploy`, { method: 'POST', headers });
     const clock = await sb.advance(30);
