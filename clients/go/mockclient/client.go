@@ -185,8 +185,8 @@ func waitHealthy(ctx context.Context, root string, timeout time.Duration, alive 
 				return nil
 			}
 			last = fmt.Sprintf("answered %d", resp.StatusCode)
-		} else {
-			last = err.Error()
+		} else if ctx.Err() == nil || last == "no answer yet" {
+			last = err.Error() // a probe cut by the deadline itself keeps the answer before it in the message
 		}
 		select {
 		case <-ctx.Done():
