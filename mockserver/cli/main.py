@@ -204,8 +204,8 @@ OPTIONS = (
            "oldest calls, counted as dropped", "SIZE"),
     Option("--journal-body-limit", ("MOCKSERVER_JOURNAL_BODY_LIMIT",), parse_size, "a request or "
            "reply body longer than this is journaled cut, and the call says so (default 64KiB)", "SIZE"),
-    Option("--max-body", ("MOCKSERVER_MAX_BODY",), positive(whole), "largest request body "
-           "accepted; a larger one is a 413 (default 16 MiB)", "BYTES"),
+    Option("--max-body", ("MOCKSERVER_MAX_BODY",), parse_size, "largest request body "
+           "accepted, e.g. 1MiB or 65536; a larger one is a 413 (default 16MiB)", "SIZE"),
     Option("--jwt-secret", ("MOCKSERVER_JWT_SECRET",), str, "secret that signs and checks "
            "the JWTs the mock accepts (HS256; default mock-jwt-secret)", "SECRET"),
     Option("--log-level", ("MOCKSERVER_LOG_LEVEL",), one_of("critical", "error", "warning", "info", "debug"),

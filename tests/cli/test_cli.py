@@ -257,7 +257,7 @@ SAMPLES = {
     "--journal-size": ("50", lambda s: s.journal_size == 50),
     "--journal-memory": ("64MiB", lambda s: s.journal_memory == 64 * 1024 * 1024),
     "--journal-body-limit": ("2k", lambda s: s.journal_body_limit == 2048),
-    "--max-body": ("2048", lambda s: s.max_body == 2048),
+    "--max-body": ("1.5k", lambda s: s.max_body == 1536),
     "--jwt-secret": ("s3", lambda s: s.jwt_secret == "s3"),
     "--log-level": ("debug", lambda s: s.log_level == "debug"),
     "--cors-origins": ("http://localhost:3000", lambda s: s.cors_origins == "http://localhost:3000"),
