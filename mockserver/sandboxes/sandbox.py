@@ -116,15 +116,17 @@ class Sandbox:
         rt.clock = self._clock                 # the same clock, which went on meanwhile
         self.rt = rt
 
-    def expired(self):
-        """Why the sandbox has ended (its `expires` option reached), or None while it lives."""
+    def expired(self, now=None):
+        """Why the sandbox has ended (its `expires` option reached), or None while it lives; `now`: the time on
+        its clock to judge by (default: its clock's now)."""
         if not self.expires:
             return None
         calls, seconds = self.expires.get("calls"), self.expires.get("seconds")
         if calls is not None and self.calls >= calls:
             return f"it expired after {calls} API call(s)"
-        clock = self._rt.clock if self._rt is not None else self._clock
-        if seconds is not None and clock.now() - self.born >= seconds:
+        if seconds is not None and now is None:
+            now = (self._rt.clock if self._rt is not None else self._clock).now()
+        if seconds is not None and now - self.born >= seconds:
             return f"it expired {seconds:g} s after it was made, on its clock"
         return None
 
@@ -168,6 +170,18 @@ class Sandboxes:
         if box is None:
             box = self.create(name)
         box.last_used = self.wall()
+        return box
+
+    def get_replayed(self, name, now):
+        """The sandbox a change of the change log ran in, found as `get` found it then (`now`: the change's time on
+        the sandbox's clock): a fresh one when the one there had ended by then. The call counts, as it did."""
+        box = self.live.get(name)
+        if box is not None and box.expires and box.expired(now):
+            self.forget(self.live.pop(name))
+            box = None
+        if box is None:
+            box = self.create(name)
+        box.calls += 1
         return box
 
     def get_quietly(self, name):

@@ -1,6 +1,7 @@
 """Nothing acknowledged is lost: writes a mock answered 2xx survive a kill -9 at any moment (the change log of
 sandboxes/changelog.py, replayed on top of the last full save), round after round, with a state of more than
-20 MB being saved in the background while the writes go on."""
+20 MB being saved in the background while the writes go on. Each write runs again in the sandbox it ran in,
+counted as a call toward the sandbox's `expires`."""
 
 import os
 import random
@@ -108,4 +109,45 @@ def test_without_the_log_a_kill_9_loses_the_writes_since_the_last_save(tmp_path)
     assert not {f"gone-{n}" for n in range(20)} <= names_in(mock.url, "box0")
     health = httpx.get(f"{mock.url}/_mock/health").json()["state_file"]
     assert "loses those of the last save interval" in health["changes"]
+    mock.kill()
+
+
+def test_a_sandbox_expiring_after_calls_counts_the_calls_the_log_runs_again(tmp_path):
+    """A sandbox made to end after 5 API calls makes 3 of them (writes kept by the change log only, no save since),
+    then kill -9: the log runs the writes again in that sandbox and counts them, so it serves 2 more calls (the
+    projects made then included), and the next meets a fresh one."""
+    state = tmp_path / "state.bin"
+    mock = Mock(state, interval="3600")                  # no save during the test: the log holds every change
+    assert httpx.put(f"{mock.url}/_mock/sandboxes/short", json={"expires": {"calls": 5}}).status_code == 201
+    for n in range(3):
+        reply = httpx.post(f"{mock.url}/sandbox/short/organization/{ORG}/project", json={"name": f"kept-{n}"},
+                           headers=ADMIN, timeout=30)
+        assert reply.status_code == 201
+    assert not state.exists()
+    mock.kill()
+    mock = Mock(state, interval="3600")
+    assert httpx.get(f"{mock.url}/_mock/sandboxes/short").json()["calls"] == 3
+    kept = {f"kept-{n}" for n in range(3)}
+    assert kept <= names_in(mock.url, "short")           # call 4
+    assert kept <= names_in(mock.url, "short")           # call 5: the last it serves
+    assert not kept & names_in(mock.url, "short")        # call 6: a fresh sandbox
+    mock.kill()
+
+
+def test_a_change_made_after_a_sandbox_expired_is_run_again_in_the_fresh_one(tmp_path):
+    """Ending after 2 calls, the sandbox takes two writes; the third met a fresh sandbox. After kill -9 the log
+    runs each write again where it ran: the sandbox there holds the third project only."""
+    state = tmp_path / "state.bin"
+    mock = Mock(state, interval="3600")
+    assert httpx.put(f"{mock.url}/_mock/sandboxes/short", json={"expires": {"calls": 2}}).status_code == 201
+    for n in range(3):
+        reply = httpx.post(f"{mock.url}/sandbox/short/organization/{ORG}/project", json={"name": f"made-{n}"},
+                           headers=ADMIN, timeout=30)
+        assert reply.status_code == 201
+    before = names_in(mock.url, "short")
+    assert "made-2" in before and not {"made-0", "made-1"} & before
+    mock.kill()
+    mock = Mock(state, interval="3600")
+    after = names_in(mock.url, "short")
+    assert "made-2" in after and not {"made-0", "made-1"} & after
     mock.kill()
