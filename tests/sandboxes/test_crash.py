@@ -126,12 +126,14 @@ def test_a_sandbox_expiring_after_calls_counts_the_calls_the_log_runs_again(tmp_
     assert not state.exists()
     mock.kill()
     mock = Mock(state, interval="3600")
-    assert httpx.get(f"{mock.url}/_mock/sandboxes/short").json()["calls"] == 3
-    kept = {f"kept-{n}" for n in range(3)}
-    assert kept <= names_in(mock.url, "short")           # call 4
-    assert kept <= names_in(mock.url, "short")           # call 5: the last it serves
-    assert not kept & names_in(mock.url, "short")        # call 6: a fresh sandbox
-    mock.kill()
+    try:
+        assert httpx.get(f"{mock.url}/_mock/sandboxes/short").json()["calls"] == 3
+        kept = {f"kept-{n}" for n in range(3)}
+        assert kept <= names_in(mock.url, "short")       # call 4
+        assert kept <= names_in(mock.url, "short")       # call 5: the last it serves
+        assert not kept & names_in(mock.url, "short")    # call 6: a fresh sandbox
+    finally:
+        mock.kill()
 
 
 def test_a_change_made_after_a_sandbox_expired_is_run_again_in_the_fresh_one(tmp_path):
@@ -148,6 +150,8 @@ def test_a_change_made_after_a_sandbox_expired_is_run_again_in_the_fresh_one(tmp
     assert "made-2" in before and not {"made-0", "made-1"} & before
     mock.kill()
     mock = Mock(state, interval="3600")
-    after = names_in(mock.url, "short")
-    assert "made-2" in after and not {"made-0", "made-1"} & after
-    mock.kill()
+    try:
+        after = names_in(mock.url, "short")
+        assert "made-2" in after and not {"made-0", "made-1"} & after
+    finally:
+        mock.kill()
