@@ -71,17 +71,6 @@ class MockServer(Worlds):
             return
         await self.entry(scope, receive, send)    # CORS and the control API's guard around everything (edge/cors.py)
 
-    def inline(self, scope):
-        """May this request run without a task of its own (process/inline.py)? An API call may: its path awaits
-        nothing that needs a task. The control API (Starlette), the documents, the start page and forwarded calls
-        run as tasks."""
-        try:
-            _, path = choose(scope)
-        except ApiError:
-            return False
-        return (self.recorder is None and not path.startswith("/_mock") and path not in DOCUMENT_PATHS
-                and path != "/")
-
     async def route(self, scope, receive, send):
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)

@@ -28,12 +28,6 @@ at most SWEEP seconds late). The time a deadline starts from is read once per ch
 and the order connections fell idle in is a counter, not a time: the parser's steps, run for every
 request, read no clock.
 
-**Inline**: a request whose app says it may run without a task (`app.inline(scope)`; the mock says so of an
-API call) waits for its body (at most uvicorn's 64 KiB of buffer), then runs at once in the callback that parsed
-the end of its message (process/inline.py). Anything else that happens to the connection first (its body grows
-past the buffer, a timeout, an error reply, the client gone) starts it as a task, as uvicorn would have. A
-request that asks for `100-continue`, or comes pipelined behind one still being answered, is a task as before.
-
 Replies written here are the spec's error body with `Connection: close`. After one, the
 connection reads and discards what the client still sends for a moment (at most LINGER seconds
 and LINGER_BYTES bytes) before closing, so that the client reads the reply instead of a reset.
@@ -52,7 +46,6 @@ from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from mockserver.core.errors import ApiError
 from mockserver.edge.requestid import request_id
-from mockserver.process import inline
 from mockserver.process.onewrite import OneWrite
 
 LINGER = 1.0                     # seconds a refused connection still reads before it closes
@@ -91,8 +84,7 @@ class Guard:
     instructions at the floor)."""
 
     __slots__ = ("deadline", "expired", "in_head", "head_bytes", "fed", "now", "waiting_since", "answered",
-                 "refusal", "discarded", "write_deadline", "write_pending", "dropped", "running", "idle_until",
-                 "deferred")
+                 "refusal", "discarded", "write_deadline", "write_pending", "dropped", "running", "idle_until")
 
     def __init__(self, now):
         self.deadline = None     # when the header or body timeout in force runs out (loop time)
@@ -110,7 +102,6 @@ class Guard:
         self.dropped = False         # dropped for that
         self.running = None          # the request being answered (cycle is the one read last, maybe behind it)
         self.idle_until = None       # when a kept-alive connection that sent nothing more is closed (loop time)
-        self.deferred = None         # a request to run inline when its message is whole (its cycle)
 
 
 class GuardedProtocol(HttpToolsProtocol):
@@ -147,27 +138,13 @@ class GuardedProtocol(HttpToolsProtocol):
         super().resume_writing()
 
     def _start_asgi_task(self, cycle, app):
-        """uvicorn's step when a request's headers are in and nothing is being answered: a task now, or the request
-        deferred to run inline when its message is whole (see the module's text)."""
         self.guard.running = cycle
-        if (app is self.app and not self.expect_100_continue
-                and (inline_ok := getattr(app, "inline", None)) is not None and inline_ok(cycle.scope)):
-            self.guard.deferred = cycle
-            return
         _base._start_asgi_task(self, cycle, app)
-
-    def _start_deferred(self):
-        """Something other than its body's end came first: the deferred request starts as a task."""
-        cycle = self.guard.deferred
-        if cycle is not None:
-            self.guard.deferred = None
-            _base._start_asgi_task(self, cycle, self.app)
 
     def _gone(self):
         """Tell the request being answered, and the one read last, that the client is gone: their next send
         returns at once instead of writing to a closed transport. uvicorn tells only the one read last, which
         is another when requests came pipelined behind the one being answered."""
-        self._start_deferred()
         for cycle in {self.guard.running, self.cycle} - {None}:
             if not cycle.response_complete:
                 cycle.disconnected = True
@@ -242,20 +219,10 @@ class GuardedProtocol(HttpToolsProtocol):
         """The request line and headers' size."""
         return len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers)
 
-    def on_body(self, body):
-        _base.on_body(self, body)
-        if self.flow.read_paused:                # uvicorn's buffer is full: the app must read it now
-            self._start_deferred()
-
     def on_message_complete(self):
-        guard = self.guard
-        guard.deadline = None
+        self.guard.deadline = None
         _base.on_message_complete(self)
-        guard.in_head, guard.head_bytes = True, 0
-        cycle = guard.deferred
-        if cycle is not None:                    # whole: answered now, before this callback returns
-            guard.deferred = None
-            inline.run(cycle.run_asgi(self.app), self.loop, self.tasks)
+        self.guard.in_head, self.guard.head_bytes = True, 0
 
     def on_response_complete(self):
         """uvicorn's step, but the keep-alive timeout is a deadline noted for the sweep, not a timer."""
@@ -265,9 +232,8 @@ class GuardedProtocol(HttpToolsProtocol):
         if not self.transport.is_closing():
             self.flow.resume_reading()
             if self.pipeline:                    # the next request, sent while this one was answered
-                cycle, app = self.pipeline.pop()     # a task: its message may be whole already
-                guard.running = cycle
-                _base._start_asgi_task(self, cycle, app)
+                cycle, app = self.pipeline.pop()
+                self._start_asgi_task(cycle, app)
             else:
                 guard.idle_until = self.loop.time() + self.timeout_keep_alive
         if guard.refusal is not None:            # a request behind this one was refused: its reply comes now
@@ -379,7 +345,6 @@ class GuardedProtocol(HttpToolsProtocol):
         """Write the error reply, tell a request in progress that its client is gone, then linger and close."""
         self.guard.answered, self.guard.refusal = True, None
         self._disarm()
-        self._start_deferred()
         cycle = self.cycle
         if cycle is not None and not cycle.response_complete:
             cycle.disconnected = True

@@ -8,7 +8,6 @@ import pytest
 import uvicorn
 from uvicorn.server import ServerState
 
-from mockserver.process import inline
 from mockserver.process.connections import Limits, protocol
 
 
@@ -72,7 +71,7 @@ def body(data, more=False):
 
 def connect(app, keep_alive=5, transport=None):
     config = uvicorn.Config(app, access_log=False, lifespan="off", ws="none", http="httptools", date_header=False,
-                            server_header=False, proxy_headers=False, timeout_keep_alive=keep_alive)
+                            server_header=False, timeout_keep_alive=keep_alive)
     config.load()
     transport = transport or Transport()
     connection = protocol(Limits())(config=config, server_state=ServerState(), app_state={},
@@ -242,154 +241,3 @@ def test_a_large_body_leaves_with_its_head_in_one_call_of_the_transport():
         return transport.writes, large
     writes, large = asyncio.run(scenario())
     assert len(writes) == 1 and writes[0].startswith(b"HTTP/1.1 200") and writes[0].endswith(b"\r\n\r\n" + large)
-
-
-# ---------------------------------------------------------------- inline (process/inline.py)
-class Inline:
-    """A tiny app that says it may run inline, answers with its path and the body it read, and notes every
-    message it received and how it ended. `pause`: seconds it sleeps before it answers."""
-
-    def __init__(self, pause=None):
-        self.pause, self.received, self.ended = pause, [], None
-
-    def inline(self, scope):
-        return scope["path"] != "/task"
-
-    async def __call__(self, scope, receive, send):
-        got = b""
-        try:
-            while True:
-                message = await receive()
-                self.received.append(message["type"])
-                got += message.get("body", b"")
-                if message["type"] == "http.disconnect" or not message.get("more_body"):
-                    break
-            if self.pause is not None:
-                await asyncio.sleep(self.pause)
-            reply = scope["path"].encode() + b" " + got
-            await send(start(length=len(reply)))
-            await send(body(reply))
-            self.ended = "answered"
-        except asyncio.CancelledError:
-            self.ended = "cancelled"
-            raise
-
-
-def post(path, length):
-    return b"POST %s HTTP/1.1\r\nHost: h\r\nContent-Length: %d\r\n\r\n" % (path, length)
-
-
-def test_a_request_its_app_runs_inline_is_answered_before_the_bytes_are_handed_back():
-    async def scenario():
-        app = Inline()
-        connection, transport = connect(app)
-        connection.data_received(GET)            # no turn of the loop: the reply is written already, no task made
-        inline_writes, tasks = list(transport.writes), set(connection.tasks)
-        connection.data_received(b"GET /task HTTP/1.1\r\nHost: h\r\n\r\n")
-        task_writes = len(transport.writes)      # the app said no: a task, which has not run yet
-        await asyncio.sleep(0.05)
-        connection.connection_lost(None)
-        return inline_writes, tasks, task_writes, transport.writes
-    inline_writes, tasks, task_writes, writes = asyncio.run(scenario())
-    assert len(inline_writes) == 1 and inline_writes[0].endswith(b"\r\n\r\n/x ") and not tasks
-    assert task_writes == 1 and len(writes) == 2 and writes[1].endswith(b"\r\n\r\n/task ")
-
-
-def test_an_inline_request_waits_for_its_body_then_answers_at_once():
-    async def scenario():
-        app = Inline()
-        connection, transport = connect(app)
-        connection.data_received(post(b"/p", 6) + b"ab")
-        before = list(transport.writes)
-        connection.data_received(b"cdef")
-        return before, list(transport.writes), app.received
-    before, after, received = asyncio.run(scenario())
-    assert before == [] and len(after) == 1 and after[0].endswith(b"\r\n\r\n/p abcdef")
-    assert received == ["http.request"]          # the body read whole, in one message
-
-
-def test_an_inline_request_that_awaits_ends_in_a_task_and_pipelined_requests_keep_their_order():
-    app = Inline(pause=0.02)
-    writes = run(app, b"GET /1 HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\n\r\n",
-                 b"GET /3 HTTP/1.1\r\nHost: h\r\n\r\n")
-    assert [write.rpartition(b"\r\n\r\n")[2] for write in writes] == [b"/1 ", b"/2 ", b"/3 "]
-    assert app.ended == "answered"
-
-
-def test_a_body_larger_than_the_servers_buffer_starts_the_app_before_its_end():
-    # uvicorn stops reading past 64 KiB held for the app: deferred, the request would never be read whole
-    class Pausing(Transport):
-        paused = False
-
-        def pause_reading(self):
-            self.paused = True
-
-        def resume_reading(self):
-            self.paused = False
-
-    async def scenario():
-        app = Inline()
-        connection, transport = connect(app, transport=Pausing())
-        size = 200 * 1024
-        connection.data_received(post(b"/big", size))
-        for _ in range(size // 8192):
-            for _ in range(100):                 # a client's bytes wait while the server does not read
-                if not transport.paused:
-                    break
-                await asyncio.sleep(0.005)
-            else:
-                return "reading never resumed", size
-            connection.data_received(b"b" * 8192)
-        for _ in range(100):
-            if transport.writes:
-                break
-            await asyncio.sleep(0.005)
-        return transport.writes, size
-    writes, size = asyncio.run(scenario())
-    assert len(writes) == 1 and writes[0].endswith(b"/big " + b"b" * size)
-
-
-def test_a_client_gone_before_the_body_ends_is_still_heard_by_the_app():
-    async def scenario():
-        app = Inline()
-        connection, transport = connect(app)
-        connection.data_received(post(b"/p", 10) + b"abc")
-        connection.connection_lost(None)
-        await asyncio.sleep(0.05)
-        return app.received, transport.writes
-    received, writes = asyncio.run(scenario())
-    assert received[-1] == "http.disconnect" and writes == []    # run, as a task, and told
-
-
-@pytest.mark.parametrize("settle", [0, 0.02])   # cancelled before the task's first step, and while it waits
-def test_a_server_stopping_cancels_an_inline_request_that_waits_and_the_app_hears_it(settle):
-    async def scenario():
-        app = Inline(pause=10)
-        connection, _ = connect(app)
-        connection.data_received(GET)
-        (task,) = connection.tasks               # what is left of it: the task the server waits for, or cancels
-        await asyncio.sleep(settle)
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)     # uvicorn's run_asgi may end it, or the cancel
-        await asyncio.sleep(0)
-        return app.ended
-    assert asyncio.run(scenario()) == "cancelled"
-
-
-def test_a_future_that_fails_fails_in_the_inline_coroutine():
-    async def waits(future, seen):
-        try:
-            await future
-        except KeyError as error:
-            seen.append(error.args[0])
-        await asyncio.sleep(0)                    # a bare turn of the loop, too
-        seen.append("after")
-
-    async def scenario():
-        loop, tasks, seen = asyncio.get_running_loop(), set(), []
-        future = loop.create_future()
-        inline.run(waits(future, seen), loop, tasks)
-        loop.call_later(0.01, future.set_exception, KeyError("failed"))
-        await asyncio.gather(*tasks)
-        return seen
-    assert asyncio.run(scenario()) == ["failed", "after"]

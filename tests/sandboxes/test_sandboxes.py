@@ -255,19 +255,6 @@ def test_prefix_header_and_api_v1_prefix_reach_the_same_sandbox(mock):
     assert_error(mock.get(f"/project/{ident}", headers=in_box("two")), 404)
 
 
-@pytest.mark.parametrize("path, header, inline", [
-    ("/organization", None, True), ("/api/v1/project/p", None, True), ("/sandbox/one/project/p", None, True),
-    ("/project/p", b"one", True),
-    ("/_mock/calls", None, False), ("/sandbox/one/_mock/calls", None, False), ("/_mock/health", b"one", False),
-    ("/openapi.json", None, False), ("/sandbox/one/openapi.yaml", None, False), ("/", None, False),
-    ("/sandbox/one/", None, False), ("/sandbox/Bad Name/project", None, False)])
-def test_only_api_calls_run_inline_without_a_task_of_their_own(server, path, header, inline):
-    # process/inline.py: the control API (Starlette) and the pages run as tasks; a bad sandbox name is answered
-    # by the path that names it, as a task
-    headers = [(b"host", b"mock")] + ([(b"x-mock-sandbox", header)] if header else [])
-    assert server.inline({"type": "http", "path": path, "headers": headers}) is inline
-
-
 def test_documents_are_served_under_the_prefix(mock):
     document = mock.get("/openapi.json").json()
     assert mock.get("/sandbox/docs/openapi.json").json() == document
