@@ -54,13 +54,21 @@ def exchange(sock, data):
     sock.sendall(data)
     got = b""
     while b"\r\n\r\n" not in got:
-        got += sock.recv(65536)
+        got += received(sock)
     head, _, rest = got.partition(b"\r\n\r\n")
     found = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
     length = int(found.group(1)) if found else 0
     while len(rest) < length:
-        rest += sock.recv(65536)
+        rest += received(sock)
     return int(head[9:12])
+
+
+def received(sock):
+    """The next bytes of the reply; an error, not a wait for ever, when the server closed the connection."""
+    chunk = sock.recv(65536)
+    if not chunk:
+        raise ConnectionError("the server closed the connection in the middle of a reply")
+    return chunk
 
 
 def client(port, kind, n, fill):
