@@ -11,6 +11,7 @@ call is journaled whatever it ended in.
 
 import asyncio
 import logging
+import sys
 import time
 from urllib.parse import parse_qsl
 
@@ -121,20 +122,9 @@ class Pipeline:
         call = ApiCall(rt, scope, path)
         call.sandbox = sandbox
         try:
-            result = await self.answer(rt, call, scope, receive)
-            status = call.operation.status
-            if type(result) is bytes:          # a reply the world kept rendered (world/replies.py)
-                payload = result
-            else:
-                payload = b"" if status == 204 else orjson.dumps(result)
-                if call.kept is not None:
-                    rt.replies.keep(*call.kept, payload)
+            status, payload = self.rendered(rt, call, await self.answer(rt, call, scope, receive))
         except ApiError as error:
-            status, payload = error.status, error.render()
-            if status == 429:                    # its own headers replace those of the request's spend
-                call.reply_headers = header_pairs(error.headers)
-            elif error.headers:
-                call.reply_headers += header_pairs(error.headers)
+            status, payload = self.refused(call, error)
         except asyncio.CancelledError:         # the server is stopping and this call outlived --shutdown-timeout
             status, payload = 503, ApiError(503, "the server is stopping: this request did not finish within "
                                                  "its shutdown timeout (--shutdown-timeout)").render()
@@ -143,15 +133,9 @@ class Pipeline:
             self._log(scope, sandbox, 0, call)
             _close_connection(receive)
             return
-        except Exception as error:              # a bug: still the spec's error body, and the log says where
-            log.exception("unhandled error in %s %s", call.method, call.path)
-            status, payload = 500, ApiError(500, f"internal error: {type(error).__name__}").render()
-        if self.settings.self_check:
-            self.check_reply(call.operation, status, payload, call.method, call.path)
-        out = [*call.reply_headers, *(JSON if payload else ()), (requestid.HEADER, call.request_id.encode()),
-               *scope.get(SCOPE_KEY, ())]
-        if call.rule is not None:               # the reply tells which rule shaped it
-            out.append((b"x-mock-rule", call.rule.encode()))
+        except Exception:                       # a bug: still the spec's error body, and the log says where
+            status, payload = self.crashed(call)
+        out = self.reply_headers(call, scope, status, payload)
         try:
             if call.faults:                     # the reply leaves as the rule's network fault says (edge/faults.py)
                 payload = await _deliver_faulty(receive, send, status, out, payload, call.faults)
@@ -165,6 +149,62 @@ class Pipeline:
         finally:                                # journaled even when the client went away meanwhile
             self.record(call, rt, status, payload, out)
             self._log(scope, sandbox, status, call)
+
+    def direct(self, rt, scope, path, sandbox=None):
+        """The same call answered at once, for the server's protocol to write (process/connections.py): (status,
+        headers, payload), journaled. Only for a call that cannot await: a GET without a body, in a world with no
+        active scenario (no rule's latency or network fault, no change to make durable); app.py's `direct` says
+        which calls come here. The steps are `api`'s: `answer`, then `rendered` or `refused`, `reply_headers`,
+        the journal."""
+        call = ApiCall(rt, scope, path)
+        call.sandbox = sandbox
+        try:
+            status, payload = self.rendered(rt, call, _at_once(self.answer(rt, call, scope, None)))
+        except ApiError as error:
+            status, payload = self.refused(call, error)
+        except Exception:                       # a bug (or a call that awaited after all): the spec's error body
+            status, payload = self.crashed(call)
+        out = self.reply_headers(call, scope, status, payload)
+        if payload:
+            out.append((b"content-length", b"%d" % len(payload)))
+        self.record(call, rt, status, payload, out)
+        self._log(scope, sandbox, status, call)
+        return status, out, payload
+
+    def rendered(self, rt, call, result):
+        """(status, payload) of a call its handler answered (or a reply the world kept rendered)."""
+        status = call.operation.status
+        if type(result) is bytes:              # a reply the world kept rendered (world/replies.py)
+            return status, result
+        payload = b"" if status == 204 else orjson.dumps(result)
+        if call.kept is not None:
+            rt.replies.keep(*call.kept, payload)
+        return status, payload
+
+    @staticmethod
+    def refused(call, error):
+        """(status, payload) of a call that ended in an ApiError; its headers join the reply's."""
+        if error.status == 429:                 # its own headers replace those of the request's spend
+            call.reply_headers = header_pairs(error.headers)
+        elif error.headers:
+            call.reply_headers += header_pairs(error.headers)
+        return error.status, error.render()
+
+    @staticmethod
+    def crashed(call):
+        """(status, payload) of a call the mock failed (a bug): logged with its traceback."""
+        log.exception("unhandled error in %s %s", call.method, call.path)
+        return 500, ApiError(500, f"internal error: {type(sys.exc_info()[1]).__name__}").render()
+
+    def reply_headers(self, call, scope, status, payload):
+        """The reply's headers but its length (self-checked first with --self-check)."""
+        if self.settings.self_check:
+            self.check_reply(call.operation, status, payload, call.method, call.path)
+        out = [*call.reply_headers, *(JSON if payload else ()), (requestid.HEADER, call.request_id.encode()),
+               *scope.get(SCOPE_KEY, ())]
+        if call.rule is not None:               # the reply tells which rule shaped it
+            out.append((b"x-mock-rule", call.rule.encode()))
+        return out
 
     async def answer(self, rt, call, scope, receive):
         """Route, pump the clock, authenticate, spend the rate limit, authorize, validate, apply the scenario
@@ -313,6 +353,16 @@ async def _deliver_faulty(receive, send, status, headers, payload, wanted):
     except ConnectionAbortedError:
         log.warning("scenario fault %s needs a real connection; the reply was not sent", ", ".join(wanted))
         return b""
+
+
+def _at_once(coroutine):
+    """The result of a coroutine run to its end now, without a loop: it must not await (RuntimeError if it does)."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    raise RuntimeError("a call answered at once awaited")
 
 
 def _check_body_head(call, limit):

@@ -28,6 +28,13 @@ at most SWEEP seconds late). The time a deadline starts from is read once per ch
 and the order connections fell idle in is a counter, not a time: the parser's steps, run for every
 request, read no clock.
 
+A plain API read is answered at once, without ASGI (`_direct`): when the request's head is whole, a GET of
+HTTP/1.1 kept alive with nothing before it on the connection is offered to the app's `direct` (app.py), which
+answers it through the same pipeline steps or declines; its reply is written whole, like any other, and the
+connection waits for the next request. No cycle, task or ASGI message is made for it: for a status read that
+is about 30 % of the request's instructions (docs/performance.md). Everything else goes through uvicorn's
+cycle and the app as before.
+
 Replies written here are the spec's error body with `Connection: close`. After one, the
 connection reads and discards what the client still sends for a moment (at most LINGER seconds
 and LINGER_BYTES bytes) before closing, so that the client reads the reply instead of a reset.
@@ -42,7 +49,13 @@ from dataclasses import dataclass
 
 import httptools
 from uvicorn.protocols.http import httptools_impl as _impl
-from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol, RequestResponseCycle
+from uvicorn.protocols.http.httptools_impl import (
+    HEADER_RE,
+    HEADER_VALUE_RE,
+    STATUS_LINE,
+    HttpToolsProtocol,
+    RequestResponseCycle,
+)
 
 from mockserver.core.errors import ApiError
 from mockserver.edge.requestid import request_id
@@ -104,8 +117,32 @@ class Guard:
         self.idle_until = None       # when a kept-alive connection that sent nothing more is closed (loop time)
 
 
+class _AtOnce:
+    """The cycle of a request answered at once (`GuardedProtocol._direct`): complete, as uvicorn's steps read it
+    (its `message_event`, set when the connection is lost, wakes no one)."""
+    response_started = response_complete = True
+    more_body = disconnected = keep_alive = False
+
+    class message_event:
+        @staticmethod
+        def set():
+            pass
+
+
+AT_ONCE = _AtOnce()
+
+
+def _internal_error():
+    """The headers and body of a 500 in the spec's error body (a reply whose headers could not be sent)."""
+    body = ApiError(500, "internal error: the reply held a header that may not be sent").render()
+    return [(b"content-type", b"application/json"), (b"x-request-id", request_id(None).encode()),
+            (b"content-length", b"%d" % len(body))], body
+
+
 class GuardedProtocol(HttpToolsProtocol):
     limits = Limits()
+    direct = None                # the app's `direct` (app.py), read once per server: see `_direct`
+    direct_of = None             # ... and the app it was read from
     sweeper = None               # the timer of the next sweep of this server's connections, while any are open
     unread = 0                   # connections closed for not reading their replies, not yet in the log
     report_at = 0.0              # when the log may next say so (loop time)
@@ -114,6 +151,9 @@ class GuardedProtocol(HttpToolsProtocol):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.guard = Guard(self.loop.time())
+        cls = type(self)
+        if cls.direct_of is not self.app:        # one class per server (`protocol`): read at its first connection
+            cls.direct_of, cls.direct = self.app, getattr(self.app, "direct", None)
 
     # ------------------------------------------------------------ the connection
     def connection_made(self, transport):
@@ -208,12 +248,40 @@ class GuardedProtocol(HttpToolsProtocol):
             self._disarm()
             self._too_large()
             raise _Answered()
+        if self.direct is not None and self._direct():
+            return
         _impl.RequestResponseCycle = OneWrite    # the cycle uvicorn makes now sends its reply in one write
         try:                                     # (process/onewrite.py); no other server's cycle is made meanwhile
             _base.on_headers_complete(self)
         finally:
             _impl.RequestResponseCycle = RequestResponseCycle
         guard.deadline, guard.expired = guard.now + self.limits.body_timeout, self._body_too_slow
+
+    def _direct(self):
+        """Answer the request at once, without ASGI, when the app can (its `direct`: app.py) and nothing stands
+        in the way here: a GET of HTTP/1.1 kept alive, nothing before it still being answered, the client reading
+        its replies. True when answered: the reply is written whole and the connection waits for the next
+        request, as after any reply."""
+        parser = self.parser
+        if (parser.get_method() != b"GET" or not parser.should_keep_alive() or parser.get_http_version() != "1.1"
+                or parser.should_upgrade() or not (self.cycle is None or self.cycle.response_complete)
+                or self.pipeline or self.flow.write_paused):
+            return False
+        answer = self.direct("GET", self.url, self.headers)
+        if answer is None:
+            return False
+        status, headers, payload = answer
+        head = [*self.server_state.default_headers, *headers]
+        if HEADER_RE.search(b"".join([name for name, _ in head])) or HEADER_VALUE_RE.search(
+                b"".join([value for _, value in head])):   # as a reply through ASGI: never sent (process/onewrite.py)
+            status, headers, payload = 500, *_internal_error()
+            head = [*self.server_state.default_headers, *headers]
+        self.cycle = AT_ONCE
+        self.guard.deadline = None
+        self.transport.write(b"".join([STATUS_LINE[status], *(b"%s: %s\r\n" % pair for pair in head), b"\r\n",
+                                       payload]))
+        self.on_response_complete()
+        return True
 
     def _head_size(self):
         """The request line and headers' size."""

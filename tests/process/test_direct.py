@@ -1,0 +1,272 @@
+"""A plain API read answered at once, without ASGI (process/connections.py `_direct`, app.py `direct`, the pipeline's
+`direct`): the same script of requests goes to two mocks built alike, one whose protocol answers directly what it
+can and one whose protocol never does; every reply and every journaled call must be the same, and the reads the
+first one took must have been answered within the protocol's callback (written before `data_received` returned)."""
+
+import asyncio
+import logging
+
+import orjson
+import pytest
+import uvicorn
+from support.ids import APP, ORG, PROJECT
+from uvicorn.server import ServerState
+
+from mockserver.app import MockServer
+from mockserver.core.clock import Clock
+from mockserver.core.settings import Settings
+from mockserver.process.connections import Limits, protocol
+
+START = 1_800_000_000.0
+TOKEN = b"Authorization: Token mock-admin-token\r\n"
+
+
+class Transport(asyncio.Transport):
+    def __init__(self):
+        super().__init__()
+        self.writes, self.closing = [], False
+
+    def write(self, data):
+        self.writes.append(bytes(data))
+
+    def get_extra_info(self, name, default=None):
+        return {"sockname": ("127.0.0.1", 8080), "peername": ("127.0.0.1", 50000)}.get(name, default)
+
+    def is_closing(self):
+        return self.closing
+
+    def close(self):
+        self.closing = True
+
+    def pause_reading(self):
+        pass
+
+    def resume_reading(self):
+        pass
+
+    def get_write_buffer_size(self):
+        return 0
+
+    def can_write_eof(self):
+        return True
+
+    def write_eof(self):
+        pass
+
+
+def mock(spec, **overrides):
+    settings = Settings(**{"clock": "manual", "self_check": True, **overrides})
+    return MockServer(settings, spec=spec, clock=Clock("manual", START))
+
+
+def connect(app, direct=True, date=None):
+    """A connection of `serve`'s protocol to `app`; `direct=False`: a protocol that never answers at once; `date`:
+    the Date header the server sends (uvicorn's server loop keeps it in `default_headers`)."""
+    config = uvicorn.Config(app, access_log=False, lifespan="off", ws="none", http="httptools",
+                            server_header=False, proxy_headers=False)     # as `serve` runs it
+    config.load()
+    cls = protocol(Limits())
+    if not direct:
+        cls.direct_of, cls.direct = config.loaded_app, None
+    transport, state = Transport(), ServerState()
+    state.default_headers = [(b"date", date)] if date else []
+    connection = cls(config=config, server_state=state, app_state={}, _loop=asyncio.get_running_loop())
+    connection.connection_made(transport)
+    return connection, transport
+
+
+async def feed(connection, transport, data, replies=1):
+    """Feed one chunk; (replies written before `data_received` returned, every reply once `replies` are whole)."""
+    connection.data_received(data)
+    at_once = replies_in(transport.writes)
+    for _ in range(400):
+        if len(replies_in(transport.writes)) >= replies and connection.cycle.response_complete:
+            break
+        await asyncio.sleep(0.005)
+    return at_once, replies_in(transport.writes)
+
+
+def replies_in(writes):
+    """(status, headers without Date, body) of each reply in the bytes written."""
+    found = []
+    for part in b"".join(writes).split(b"HTTP/1.1 ")[1:]:
+        head, _, body = part.partition(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        headers = [tuple(line.split(b": ", 1)) for line in lines[1:] if not line.startswith(b"date: ")]
+        found.append((int(lines[0][:3]), headers, body))
+    return found
+
+
+def get(path, *extra, token=True):
+    return b"GET %s HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n%sX-Request-Id: t-%d\r\n%s\r\n" % (
+        path.encode(), TOKEN if token else b"", len(path), b"".join(extra))
+
+
+def post(path, body, *extra):
+    return (b"POST %s HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n%sContent-Type: application/json\r\nContent-Length: %d\r\n"
+            b"X-Request-Id: t-post\r\n%s\r\n%s" % (path.encode(), TOKEN, len(body), b"".join(extra), body))
+
+
+# (request, answered at once by the direct mock)
+SCRIPT = [
+    (get(f"/application/{APP}/status"), True),
+    (get("/organization", token=False), True),                              # 401
+    (get(f"/organization/{ORG}/project"), True),
+    (get(f"/organization/{ORG}/project"), True),                            # a kept reply
+    (get(f"/api/v1/organization/{ORG}/project?page=1&page_size=2"), True),  # prefix and query
+    (get("/project/00000000-0000-4000-8000-000000000000"), True),          # 404
+    (get(f"/organization/{ORG}/project?page_size=abc"), True),              # 400
+    (get("/no/such/route"), True),                                          # 404 of the router
+    (get(f"/project/{PROJECT}", b"X-Mock-Sandbox: default\r\n"), True),
+    (post(f"/organization/{ORG}/project", b'{"name":"made-between"}'), False),
+    (get(f"/organization/{ORG}/project"), True),                            # sees the project made
+    (get(f"/organization/{ORG}/project", b"Origin: http://localhost:3000\r\n"), False),   # CORS
+    (get(f"/organization/{ORG}/project", b"Content-Length: 2\r\n") + b"{}", False),        # a body, ignored
+    (b"GET /organization HTTP/1.0\r\nHost: 127.0.0.1:8080\r\nX-Request-Id: t-10\r\n" + TOKEN + b"\r\n", False),
+    (get("/organization", b"Connection: close\r\n"), False),
+    (get("/organization/%38d3e6a4b-1f2c-4b7a-9e1d-3c5f7a9b2d10"), False),  # percent-encoded
+    (get("/openapi.json"), False),
+    (get("/_mock/scenarios"), False),
+    (get("/sandbox/fresh-one/organization"), False),                        # makes a sandbox
+    (get("/sandbox/fresh-one/organization"), True),                         # which now exists
+    (b"HEAD /organization HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-Request-Id: t-head\r\n" + TOKEN + b"\r\n", False),
+    (get("/organization", b"Connection: Upgrade\r\nUpgrade: websocket\r\n"), False),   # last: no more after it
+]
+
+
+def test_every_reply_and_journaled_call_is_the_same_either_way(spec):
+    async def run(direct):
+        server = mock(spec)
+        connection, transport = connect(server, direct)
+        at_once = []
+        for data, _ in SCRIPT:
+            if transport.closing:              # the server closed it after a reply (HTTP/1.0, Connection: close)
+                connection, transport = connect(server, direct)
+            transport.writes.clear()
+            now, whole = await feed(connection, transport, data)
+            at_once.append(bool(now))
+            assert len(whole) == 1, data
+        calls = [call.fields() for call in server.sandboxes.get("default").rt.journal.entries]
+        connection.connection_lost(None)
+        return at_once, calls, server
+
+    async def both():
+        return await run(True), await run(False)
+    (at_once, calls, server), (never, plain_calls, plain) = asyncio.run(both())
+    assert at_once == [expected for _, expected in SCRIPT]
+    assert not any(never)
+    for call in calls + plain_calls:
+        call.pop("duration")
+    assert calls == plain_calls
+    assert server.pipeline.violations == [] and plain.pipeline.violations == []
+
+
+def test_the_replies_are_the_same_bytes_either_way(spec):
+    async def run(direct):
+        server = mock(spec)
+        connection, transport = connect(server, direct)
+        out = []
+        for data, _ in SCRIPT:
+            if transport.closing:
+                connection, transport = connect(server, direct)
+            transport.writes.clear()
+            out.append((await feed(connection, transport, data))[1])
+        return out
+
+    async def both():
+        return await run(True), await run(False)
+    direct, plain = asyncio.run(both())
+    assert direct == plain
+    statuses = [reply[0][0] for reply in direct]
+    assert statuses[:8] == [200, 401, 200, 200, 200, 404, 400, 404]
+
+
+def test_a_direct_reply_carries_the_servers_date_and_its_length(spec):
+    async def run():
+        connection, transport = connect(mock(spec), date=b"Fri, 15 Jan 2027 08:00:00 GMT")
+        connection.data_received(get(f"/application/{APP}/status"))
+        return b"".join(transport.writes)
+    raw = asyncio.run(run())
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 OK\r\ndate: Fri, 15 Jan 2027 08:00:00 GMT\r\n")
+    assert b"\r\ncontent-length: %d" % len(body) in head and orjson.loads(body)["id"] == APP
+
+
+def test_pipelined_reads_and_a_write_between_them_are_answered_in_order(spec):
+    async def run():
+        connection, transport = connect(mock(spec))
+        chunk = (get(f"/organization/{ORG}/project?page_size=100") + post(f"/organization/{ORG}/project",
+                                                                          b'{"name":"in-the-middle"}')
+                 + get(f"/organization/{ORG}/project?page_size=100") + get("/organization", token=False))
+        return await feed(connection, transport, chunk, replies=4)
+    at_once, replies = asyncio.run(run())
+    assert len(at_once) == 1                   # the first read; the rest waited for the create, in order
+    assert [status for status, _, _ in replies] == [200, 201, 200, 401]
+    before, after = (orjson.loads(replies[i][2])["results"] for i in (0, 2))
+    assert len(after) == len(before) + 1 and "in-the-middle" in {project["name"] for project in after}
+
+
+def test_a_world_with_an_active_scenario_is_answered_through_asgi_and_its_rules_apply(spec):
+    async def run():
+        server = mock(spec)
+        connection, transport = connect(server)
+        scenario = {"name": "fails", "rules": [{"name": "status-fails", "match": {"operation": "getApplicationStatus"},
+                               "effect": {"status": 503, "message": "scripted outage"}}]}
+        body = orjson.dumps(scenario)
+        put = (b"PUT /_mock/scenarios/fails HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Type: application/json\r\n"
+               b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        _, [(put_status, _, put_body)] = await feed(connection, transport, put)
+        assert put_status in (200, 201), put_body
+        transport.writes.clear()
+        return await feed(connection, transport, get(f"/application/{APP}/status"))
+    at_once, [(status, headers, body)] = asyncio.run(run())
+    assert at_once == [] and status == 503
+    assert (b"x-mock-rule", b"fails/status-fails") in headers
+    assert orjson.loads(body)["message"] == "scripted outage"
+
+
+def test_a_handler_that_fails_is_the_specs_500_and_is_journaled(spec, caplog):
+    async def run(server):
+        connection, transport = connect(server)
+        return await feed(connection, transport, get(f"/application/{APP}/status"))
+
+    def broken(ctx):
+        raise KeyError("a bug")
+    server = mock(spec, self_check=False)
+    server.pipeline.handlers = {**server.pipeline.handlers, "getApplicationStatus": broken}
+    server.pipeline.kept = frozenset()
+    with caplog.at_level(logging.ERROR, logger="mockserver"):
+        at_once, [(status, _, body)] = asyncio.run(run(server))
+    assert at_once and status == 500
+    assert orjson.loads(body) == {"status": 500, "error": "Internal Server Error",
+                                  "message": "internal error: KeyError"}
+    assert server.sandboxes.get("default").rt.journal.newest().status == 500
+    assert "unhandled error in GET" in caplog.text
+
+
+def test_a_connection_lost_after_a_direct_reply_closes_quietly(spec, caplog):
+    async def run():
+        connection, transport = connect(mock(spec))
+        at_once, _ = await feed(connection, transport, get(f"/application/{APP}/status"))
+        connection.connection_lost(None)
+        connection.shutdown()
+        return at_once, transport
+    with caplog.at_level(logging.WARNING):
+        at_once, transport = asyncio.run(run())
+    assert at_once and transport.closing
+    assert caplog.records == []
+
+
+@pytest.mark.parametrize("overrides", [{"rate_limit": 1, "rate_window": 60}])
+def test_an_exhausted_rate_limit_is_the_same_429_either_way(spec, overrides):
+    async def run(direct):
+        connection, transport = connect(mock(spec, **overrides), direct)
+        await feed(connection, transport, get(f"/application/{APP}/status"))
+        transport.writes.clear()
+        return await feed(connection, transport, get(f"/application/{APP}/status"))
+
+    async def both():
+        return await run(True), await run(False)
+    (at_once, direct), (_, plain) = asyncio.run(both())
+    assert at_once and direct == plain and direct[0][0] == 429
+    assert dict(direct[0][1])[b"retry-after"]
