@@ -35,8 +35,6 @@ JSON = [(b"content-type", b"application/json")]
 OPEN_CONTROL = ("/_mock/health", "/_mock/ui", "/_mock/schemas")
 GLOBAL_CONTROL = ("/_mock/sandboxes", "/_mock/health", "/_mock/schemas", "/_mock/openapi.json")
 UNLOGGED = ("/_mock/calls/verify",)     # control calls that are not reads yet change nothing
-# a request with one of these headers is not answered directly (`direct`): a body, or a page's Origin (CORS)
-DIRECT_DECLINES = frozenset({b"content-length", b"transfer-encoding", b"origin"})
 
 
 class MockServer(Worlds):
@@ -73,22 +71,25 @@ class MockServer(Worlds):
             return
         await self.entry(scope, receive, send)    # CORS and the control API's guard around everything (edge/cors.py)
 
-    def direct(self, method, url, headers):
-        """An API call answered without ASGI, for `serve`'s protocol (process/connections.py): (status, headers,
-        payload), or None when the call must go through `__call__`. Taken only where both ways answer alike: a GET
-        (the protocol checks it is HTTP/1.1, kept alive, with nothing before it on the connection) without a body
-        or an Origin, to a Host the mock serves, under a plain path, in a sandbox that exists and is awake, whose
-        world has no active scenario; not with tracing, a recording upstream or a replica name. What it does is
-        `__call__`'s for such a call: the Host checked, CORS's headers for a request without an Origin, the
-        sandbox chosen and counted, then the pipeline's `direct`, the same steps as `api` without awaiting."""
+    def direct(self, method, url, headers, body=b""):
+        """An API call answered without ASGI, for `serve`'s protocol (process/connections.py), its body whole:
+        (status, headers, payload), or None when the call must go through `__call__`. Taken only where both ways
+        answer alike: the protocol offers a GET, POST, PUT, PATCH or DELETE of HTTP/1.1 kept alive with nothing
+        before it on the connection; here it must have no Origin, go to a Host the mock serves, under a plain path,
+        to a sandbox that exists and is awake, whose world has no active scenario (no rule's latency or network
+        fault to await); not with tracing, a recording upstream or a replica name, nor, for a change, a change log
+        to make it durable in first. What it does is `__call__`'s for such a call: the Host checked, CORS's
+        headers for a request without an Origin, the sandbox chosen and counted, then the pipeline's `direct`,
+        the same steps as `api` without awaiting."""
         if (self.tracer is not None or self.recorder is not None or self.settings.replica_name
-                or method != "GET" or url[:1] != b"/" or b"%" in url or b"#" in url or not url.isascii()):
+                or url[:1] != b"/" or b"%" in url or b"#" in url or not url.isascii()
+                or method != "GET" and self.changelog is not None):
             return None
         for name, value in headers:
             if name == b"host":
                 if not self.hosts.allows(value.decode("latin-1")):
                     return None
-            elif name in DIRECT_DECLINES:
+            elif name == b"origin":            # CORS: `entry` makes its headers
                 return None
         raw_path, _, query = url.partition(b"?")
         scope = {"type": "http", "method": method, "path": raw_path.decode("ascii"), "raw_path": raw_path,
@@ -106,7 +107,7 @@ class MockServer(Worlds):
             return None
         box = self.sandboxes.get(name)
         box.calls += 1
-        return self.pipeline.direct(box.rt, scope, path, None if name == DEFAULT else name)
+        return self.pipeline.direct(box.rt, scope, path, None if name == DEFAULT else name, body)
 
     async def route(self, scope, receive, send):
         if scope["type"] == "lifespan":

@@ -150,16 +150,20 @@ class Pipeline:
             self.record(call, rt, status, payload, out)
             self._log(scope, sandbox, status, call)
 
-    def direct(self, rt, scope, path, sandbox=None):
-        """The same call answered at once, for the server's protocol to write (process/connections.py): (status,
-        headers, payload), journaled. Only for a call that cannot await: a GET without a body, in a world with no
-        active scenario (no rule's latency or network fault, no change to make durable); app.py's `direct` says
-        which calls come here. The steps are `api`'s: `answer`, then `rendered` or `refused`, `reply_headers`,
-        the journal."""
+    def direct(self, rt, scope, path, sandbox=None, body=b""):
+        """The same call answered at once, its body whole, for the server's protocol to write
+        (process/connections.py): (status, headers, payload), journaled. Only for a call that cannot await: in a
+        world with no active scenario (no rule's latency or network fault) and, for a change, no change log to
+        make it durable in first; app.py's `direct` says which calls come here. The steps are `api`'s: `answer`,
+        then `rendered` or `refused`, `reply_headers`, the journal."""
         call = ApiCall(rt, scope, path)
         call.sandbox = sandbox
+        message = {"type": "http.request", "body": body, "more_body": False}
+
+        async def receive():
+            return message
         try:
-            status, payload = self.rendered(rt, call, _at_once(self.answer(rt, call, scope, None)))
+            status, payload = self.rendered(rt, call, _at_once(self.answer(rt, call, scope, receive)))
         except ApiError as error:
             status, payload = self.refused(call, error)
         except Exception:                       # a bug (or a call that awaited after all): the spec's error body

@@ -67,6 +67,7 @@ SWEEP = 0.25                     # seconds between two looks at the connections'
 FD_RESERVE = 100                 # open files kept for everything but connections (state file, webhooks, logs)
 FD_TARGET = 1024 * 1024          # the soft limit asked for when the hard one is unlimited
 REPORT_EVERY = 60.0              # seconds between two log lines about connections closed for not reading
+DIRECT_METHODS = (b"GET", b"POST", b"PUT", b"PATCH", b"DELETE")   # requests that may be answered without ASGI
 _base = HttpToolsProtocol          # the steps run for every request call it directly: cheaper than super()
 IDLE_ORDER = itertools.count()   # connections in the order they fell idle: the oldest gives its place first
 log = logging.getLogger("mockserver")
@@ -97,7 +98,8 @@ class Guard:
     instructions at the floor)."""
 
     __slots__ = ("deadline", "expired", "in_head", "head_bytes", "fed", "now", "waiting_since", "answered",
-                 "refusal", "discarded", "write_deadline", "write_pending", "dropped", "running", "idle_until")
+                 "refusal", "discarded", "write_deadline", "write_pending", "dropped", "running", "idle_until",
+                 "held")
 
     def __init__(self, now):
         self.deadline = None     # when the header or body timeout in force runs out (loop time)
@@ -115,6 +117,8 @@ class Guard:
         self.dropped = False         # dropped for that
         self.running = None          # the request being answered (cycle is the one read last, maybe behind it)
         self.idle_until = None       # when a kept-alive connection that sent nothing more is closed (loop time)
+        self.held = None             # the body so far of a request offered to the app's `direct` (only while a
+                                     # chunk is parsed: see GuardedProtocol._may_direct)
 
 
 class _AtOnce:
@@ -228,6 +232,8 @@ class GuardedProtocol(HttpToolsProtocol):
             if not guard.answered:               # else a step below stopped the parser after its own reply
                 self._refuse(400, f"malformed HTTP request: {error}")
             return
+        if guard.held is not None:               # a request held for `direct` whose message goes on in a later
+            self._start_held(complete=False)     # chunk: through ASGI now, with the body that came
         if guard.in_head and guard.head_bytes > self.limits.max_header_size:
             self._too_large()
 
@@ -248,26 +254,49 @@ class GuardedProtocol(HttpToolsProtocol):
             self._disarm()
             self._too_large()
             raise _Answered()
-        if self.direct is not None and self._direct():
+        guard.deadline, guard.expired = guard.now + self.limits.body_timeout, self._body_too_slow
+        if self.direct is not None and self._may_direct():
+            guard.held = []                      # started when its message ends, or when this chunk does
             return
+        self._start()
+
+    def _start(self):
+        """uvicorn's step: the request's ASGI cycle made, and its task started (or queued behind the one before)."""
         _impl.RequestResponseCycle = OneWrite    # the cycle uvicorn makes now sends its reply in one write
         try:                                     # (process/onewrite.py); no other server's cycle is made meanwhile
             _base.on_headers_complete(self)
         finally:
             _impl.RequestResponseCycle = RequestResponseCycle
-        guard.deadline, guard.expired = guard.now + self.limits.body_timeout, self._body_too_slow
 
-    def _direct(self):
-        """Answer the request at once, without ASGI, when the app can (its `direct`: app.py) and nothing stands
-        in the way here: a GET of HTTP/1.1 kept alive, nothing before it still being answered, the client reading
-        its replies. True when answered: the reply is written whole and the connection waits for the next
-        request, as after any reply."""
+    def _start_held(self, complete):
+        """A request held for `direct` goes through ASGI after all, with the body it has so far (`complete`: all of
+        it): as if its cycle had been made with its head."""
+        body, self.guard.held = b"".join(self.guard.held), None
+        self._start()
+        cycle = self.cycle
+        cycle.body = body
+        if complete:
+            cycle.more_body = False
+        if body or complete:
+            cycle.message_event.set()
+
+    def _may_direct(self):
+        """The request may be answered at once, without ASGI, when its message ends within the chunk being parsed:
+        a GET, POST, PUT, PATCH or DELETE of HTTP/1.1, kept alive, not waiting for a 100 Continue, with nothing
+        before it still being answered and a client that reads its replies. Its body is then held (`on_body`)
+        until the message ends (`on_message_complete`: `_direct`); when the chunk ends first, the request goes
+        through ASGI at once with what came of its body (`data_received`): a request never waits for more bytes
+        than it would through ASGI, and a held body is never larger than one chunk."""
         parser = self.parser
-        if (parser.get_method() != b"GET" or not parser.should_keep_alive() or parser.get_http_version() != "1.1"
-                or parser.should_upgrade() or not (self.cycle is None or self.cycle.response_complete)
-                or self.pipeline or self.flow.write_paused):
-            return False
-        answer = self.direct("GET", self.url, self.headers)
+        return (parser.get_method() in DIRECT_METHODS and parser.should_keep_alive()
+                and parser.get_http_version() == "1.1" and not parser.should_upgrade() and not self.expect_100_continue
+                and (self.cycle is None or self.cycle.response_complete) and not self.pipeline
+                and not self.flow.write_paused)
+
+    def _direct(self, body):
+        """Offer the whole request to the app's `direct` (app.py); True when it answered: the reply is written
+        whole and the connection waits for the next request, as after any reply."""
+        answer = self.direct(self.parser.get_method().decode("ascii"), self.url, self.headers, body)
         if answer is None:
             return False
         status, headers, payload = answer
@@ -277,7 +306,6 @@ class GuardedProtocol(HttpToolsProtocol):
             status, headers, payload = 500, *_internal_error()
             head = [*self.server_state.default_headers, *headers]
         self.cycle = AT_ONCE
-        self.guard.deadline = None
         self.transport.write(b"".join([STATUS_LINE[status], *(b"%s: %s\r\n" % pair for pair in head), b"\r\n",
                                        payload]))
         self.on_response_complete()
@@ -287,10 +315,25 @@ class GuardedProtocol(HttpToolsProtocol):
         """The request line and headers' size."""
         return len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers)
 
+    def on_body(self, body):
+        held = self.guard.held
+        if held is not None:
+            held.append(body)
+            return
+        _base.on_body(self, body)
+
     def on_message_complete(self):
-        self.guard.deadline = None
-        _base.on_message_complete(self)
-        self.guard.in_head, self.guard.head_bytes = True, 0
+        guard = self.guard
+        guard.deadline = None
+        if guard.held is not None:               # a request held for `direct`, whole
+            body = guard.held[0] if len(guard.held) == 1 else b"".join(guard.held)
+            if self._direct(body):
+                guard.held = None
+            else:
+                self._start_held(complete=True)
+        else:
+            _base.on_message_complete(self)
+        guard.in_head, guard.head_bytes = True, 0
 
     def on_response_complete(self):
         """uvicorn's step, but the keep-alive timeout is a deadline noted for the sweep, not a timer."""
@@ -411,7 +454,7 @@ class GuardedProtocol(HttpToolsProtocol):
 
     def _answer(self, status, message, extra=()):
         """Write the error reply, tell a request in progress that its client is gone, then linger and close."""
-        self.guard.answered, self.guard.refusal = True, None
+        self.guard.answered, self.guard.refusal, self.guard.held = True, None, None
         self._disarm()
         cycle = self.cycle
         if cycle is not None and not cycle.response_complete:
