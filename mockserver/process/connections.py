@@ -28,12 +28,13 @@ at most SWEEP seconds late). The time a deadline starts from is read once per ch
 and the order connections fell idle in is a counter, not a time: the parser's steps, run for every
 request, read no clock.
 
-A plain API read is answered at once, without ASGI (`_direct`): when the request's head is whole, a GET of
-HTTP/1.1 kept alive with nothing before it on the connection is offered to the app's `direct` (app.py), which
-answers it through the same pipeline steps or declines; its reply is written whole, like any other, and the
-connection waits for the next request. No cycle, task or ASGI message is made for it: for a status read that
-is about 30 % of the request's instructions (docs/performance.md). Everything else goes through uvicorn's
-cycle and the app as before.
+A plain API call is answered at once, without ASGI (`_may_direct`, `_direct`): a GET, POST, PUT, PATCH or
+DELETE of HTTP/1.1 kept alive, with nothing before it on the connection, whose message ends in the chunk that
+brought its head, is offered whole to the app's `direct` (app.py), which answers it through the same pipeline
+steps or declines; its reply is written whole, like any other, and the connection waits for the next request.
+No cycle, task or ASGI message is made for it: about a third of a request's instructions (docs/performance.md).
+A request whose body goes on in a later chunk, or that the app declines, goes through uvicorn's cycle and the
+app as before, started in the same callback that would have started it without this.
 
 Replies written here are the spec's error body with `Connection: close`. After one, the
 connection reads and discards what the client still sends for a moment (at most LINGER seconds
@@ -241,6 +242,7 @@ class GuardedProtocol(HttpToolsProtocol):
     def on_message_begin(self):
         _base.on_message_begin(self)
         guard = self.guard
+        guard.idle_until = None                  # a request under way (one may begin behind a direct reply)
         if guard.deadline is None:               # a request's first byte on a kept-alive connection
             guard.deadline, guard.expired = guard.now + self.limits.header_timeout, self._head_too_slow
 

@@ -324,3 +324,43 @@ def test_with_a_change_log_a_change_goes_through_asgi_and_a_read_does_not(spec, 
     (change_now, [(created, _, _)]), (read_now, [(status, _, body)]) = asyncio.run(run())
     assert change_now == [] and created == 201          # made durable in the change log before its reply
     assert read_now and status == 200 and "durable" in {p["name"] for p in orjson.loads(body)["results"]}
+
+
+def test_a_slow_body_behind_a_direct_reply_in_the_same_chunk_is_not_closed_as_idle(spec):
+    # the keep-alive timeout counts from a reply only while no request is under way: a request whose head came
+    # right behind a direct reply, its body slower than the timeout, is still answered
+    async def run():
+        server = mock(spec)
+        config = uvicorn.Config(server, access_log=False, lifespan="off", ws="none", http="httptools",
+                                server_header=False, proxy_headers=False, timeout_keep_alive=0.3)
+        config.load()
+        transport = Transport()
+        connection = protocol(Limits())(config=config, server_state=ServerState(), app_state={},
+                                        _loop=asyncio.get_running_loop())
+        connection.connection_made(transport)
+        create = post(f"/project/{PROJECT}/environmentVariable", b'{"key":"SLOW","value":"body"}')
+        at_once, _ = await feed(connection, transport, get("/organization") + create[:-10], replies=1)
+        await asyncio.sleep(0.9)               # past the keep-alive timeout, and a sweep or more
+        closed = transport.closing
+        _, replies = await feed(connection, transport, create[-10:], replies=2)
+        connection.connection_lost(None)
+        return at_once, closed, replies
+    at_once, closed, replies = asyncio.run(run())
+    assert len(at_once) == 1 and not closed
+    assert [status for status, _, _ in replies] == [200, 201]
+
+
+def test_a_header_a_reply_may_not_hold_is_never_written_by_the_direct_path(spec):
+    server = mock(spec)
+    made = server.pipeline.reply_headers
+
+    def smuggling(call, scope, status, payload):
+        return [*made(call, scope, status, payload), (b"x-smuggled", b"a\r\nset-cookie: b")]
+    server.pipeline.reply_headers = smuggling
+
+    async def run():
+        connection, transport = connect(server)
+        return await feed(connection, transport, get(f"/application/{APP}/status"))
+    at_once, [(status, headers, body)] = asyncio.run(run())
+    assert at_once and status == 500 and b"set-cookie" not in b"".join(value for _, value in headers)
+    assert orjson.loads(body)["status"] == 500
