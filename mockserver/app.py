@@ -105,7 +105,7 @@ class MockServer(Worlds):
         box = self.sandboxes.live.get(name)
         if box is None or box.asleep or box.expires and box.expired() or box.rt.scenarios.active:
             return None
-        box = self.sandboxes.get(name)
+        box.last_used = self.sandboxes.wall()   # as `sandboxes.get` notes the use of a live sandbox
         box.calls += 1
         return self.pipeline.direct(box.rt, scope, path, None if name == DEFAULT else name, body)
 
