@@ -58,7 +58,7 @@ from uvicorn.protocols.http.httptools_impl import (
 
 from mockserver.core.errors import ApiError
 from mockserver.edge.requestid import request_id
-from mockserver.process.onewrite import OneWrite
+from mockserver.process.onewrite import JOIN_BELOW, OneWrite
 
 LINGER = 1.0                     # seconds a refused connection still reads before it closes
 LINGER_BYTES = 1024 * 1024       # ... and bytes
@@ -298,8 +298,11 @@ class GuardedProtocol(HttpToolsProtocol):
         status, headers, payload = answer
         head = [*self.server_state.default_headers, *headers]
         self.cycle = AT_ONCE
-        self.transport.write(b"".join([STATUS_LINE[status], *(b"%s: %s\r\n" % pair for pair in head), b"\r\n",
-                                       payload]))
+        head = b"".join([STATUS_LINE[status], *(b"%s: %s\r\n" % pair for pair in head), b"\r\n"])
+        if len(payload) < JOIN_BELOW:
+            self.transport.write(head + payload)
+        else:                                    # as process/onewrite.py: one writev, the body not copied
+            self.transport.writelines((head, payload))
         self.on_response_complete()
         return True
 

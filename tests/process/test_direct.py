@@ -11,6 +11,7 @@ import orjson
 import pytest
 import uvicorn
 from support.ids import APP, ORG, PROJECT
+from support.transport import Transport
 from uvicorn.server import ServerState
 
 from mockserver.app import MockServer
@@ -20,39 +21,6 @@ from mockserver.process.connections import Limits, protocol
 
 START = 1_800_000_000.0
 TOKEN = b"Authorization: Token mock-admin-token\r\n"
-
-
-class Transport(asyncio.Transport):
-    def __init__(self):
-        super().__init__()
-        self.writes, self.closing = [], False
-
-    def write(self, data):
-        self.writes.append(bytes(data))
-
-    def get_extra_info(self, name, default=None):
-        return {"sockname": ("127.0.0.1", 8080), "peername": ("127.0.0.1", 50000)}.get(name, default)
-
-    def is_closing(self):
-        return self.closing
-
-    def close(self):
-        self.closing = True
-
-    def pause_reading(self):
-        pass
-
-    def resume_reading(self):
-        pass
-
-    def get_write_buffer_size(self):
-        return 0
-
-    def can_write_eof(self):
-        return True
-
-    def write_eof(self):
-        pass
 
 
 def mock(spec, **overrides):
@@ -362,3 +330,29 @@ def test_a_request_id_a_reply_may_not_carry_is_replaced_on_the_direct_path(spec,
     assert at_once and status == 200
     echoed = dict(headers)[b"x-request-id"]
     assert echoed != sent and re.fullmatch(rb"[0-9a-f]{12}-[0-9a-f]{8}", echoed)
+
+
+def test_a_large_direct_reply_leaves_with_its_head_in_one_call_of_the_transport(spec):
+    class Lines(Transport):
+        def __init__(self):
+            super().__init__()
+            self.calls = []
+
+        def writelines(self, pieces):
+            self.calls.append(len(pieces))     # one call: uvloop sends the pieces with one writev, uncopied
+            self.writes.append(b"".join(pieces))
+
+    async def run():
+        connection, _ = connect(mock(spec))
+        transport = Lines()
+        connection.connection_made(transport)
+        for number in range(15):               # 22 projects: a page past 4 KiB
+            await feed(connection, transport, post(f"/organization/{ORG}/project", b'{"name":"p%d"}' % number))
+        transport.writes.clear()
+        transport.calls.clear()
+        at_once, replies = await feed(connection, transport, get(f"/organization/{ORG}/project?page_size=100"))
+        return at_once, replies, transport
+    at_once, [(status, headers, body)], transport = asyncio.run(run())
+    assert at_once and status == 200 and len(body) >= 4096
+    assert transport.calls == [2] and len(transport.writes) == 1
+    assert int(dict(headers)[b"content-length"]) == len(body)
