@@ -289,7 +289,14 @@ class GuardedProtocol(HttpToolsProtocol):
     def _direct(self, body):
         """Offer the whole request to the app's `direct` (app.py); True when it answered: the reply is written
         whole and the connection waits for the next request, as after any reply."""
-        answer = self.direct(self.parser.get_method().decode("ascii"), self.url, self.headers, body)
+        method = self.parser.get_method().decode("ascii")
+        try:
+            answer = self.direct(method, self.url, self.headers, body)
+        except Exception:                        # a bug of the mock's: the spec's 500, as through ASGI (the call
+            log.exception("unhandled error in %s %s", method, self.url.decode("latin-1"))   # is not run again)
+            error = ApiError(500, "internal error: the call could not be answered").render()
+            answer = 500, [(b"content-type", b"application/json"), (b"x-request-id", request_id(None).encode()),
+                           (b"content-length", b"%d" % len(error))], error
         if answer is None:
             return False
         # no header check here, unlike a reply through ASGI (process/onewrite.py): every header of a direct reply is

@@ -356,3 +356,20 @@ def test_a_large_direct_reply_leaves_with_its_head_in_one_call_of_the_transport(
     assert at_once and status == 200 and len(body) >= 4096
     assert transport.calls == [2] and len(transport.writes) == 1
     assert int(dict(headers)[b"content-length"]) == len(body)
+
+
+def test_a_failure_of_the_direct_path_itself_is_the_specs_500_and_the_connection_goes_on(spec, caplog):
+    server = mock(spec)
+
+    async def run():
+        connection, transport = connect(server)
+        type(connection).direct = lambda *args: 1 / 0      # a bug before the pipeline: nothing was run
+        failed = await feed(connection, transport, get(f"/application/{APP}/status"))
+        type(connection).direct = server.direct
+        transport.writes.clear()
+        return failed, await feed(connection, transport, get(f"/application/{APP}/status"))
+    with caplog.at_level(logging.ERROR, logger="mockserver"):
+        (at_once, [(status, _, body)]), (again, [(after, _, _)]) = asyncio.run(run())
+    assert at_once and status == 500 and orjson.loads(body)["status"] == 500
+    assert "unhandled error in GET /application/" in caplog.text
+    assert again and after == 200
