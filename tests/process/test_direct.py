@@ -116,48 +116,43 @@ SCRIPT = [
 ]
 
 
-def test_every_reply_and_journaled_call_is_the_same_either_way(spec):
-    async def run(direct):
-        server = mock(spec)
-        connection, transport = connect(server, direct)
-        at_once = []
-        for data, _ in SCRIPT:
-            if transport.closing:              # the server closed it after a reply (HTTP/1.0, Connection: close)
-                connection, transport = connect(server, direct)
-            transport.writes.clear()
-            now, whole = await feed(connection, transport, data)
-            at_once.append(bool(now))
-            assert len([status for status, _, _ in whole if status >= 200]) == 1, data
-        calls = [call.fields() for call in server.sandboxes.get("default").rt.journal.entries]
-        connection.connection_lost(None)
-        return at_once, calls, server
+async def through(spec, direct):
+    """SCRIPT sent to a new mock: (answered at once, for each request; replies, for each; journaled calls but their
+    durations; the mock)."""
+    server = mock(spec)
+    connection, transport = connect(server, direct)
+    at_once, replies = [], []
+    for data, _ in SCRIPT:
+        if transport.closing:                  # the server closed it after a reply (HTTP/1.0, Connection: close)
+            connection, transport = connect(server, direct)
+        transport.writes.clear()
+        now, whole = await feed(connection, transport, data)
+        at_once.append(bool(now))
+        replies.append(whole)
+        assert len([status for status, _, _ in whole if status >= 200]) == 1, data
+    calls = [call.fields() for call in server.sandboxes.get("default").rt.journal.entries]
+    for call in calls:
+        call.pop("duration")
+    connection.connection_lost(None)
+    return at_once, replies, calls, server
 
-    async def both():
-        return await run(True), await run(False)
-    (at_once, calls, server), (never, plain_calls, plain) = asyncio.run(both())
+
+def both_ways(spec):
+    async def run():
+        return await through(spec, True), await through(spec, False)
+    return asyncio.run(run())
+
+
+def test_every_journaled_call_is_the_same_either_way(spec):
+    (at_once, _, calls, server), (never, _, plain_calls, plain) = both_ways(spec)
     assert at_once == [expected for _, expected in SCRIPT]
     assert not any(never)
-    for call in calls + plain_calls:
-        call.pop("duration")
     assert calls == plain_calls
     assert server.pipeline.violations == [] and plain.pipeline.violations == []
 
 
 def test_the_replies_are_the_same_bytes_either_way(spec):
-    async def run(direct):
-        server = mock(spec)
-        connection, transport = connect(server, direct)
-        out = []
-        for data, _ in SCRIPT:
-            if transport.closing:
-                connection, transport = connect(server, direct)
-            transport.writes.clear()
-            out.append((await feed(connection, transport, data))[1])
-        return out
-
-    async def both():
-        return await run(True), await run(False)
-    direct, plain = asyncio.run(both())
+    (_, direct, _, _), (_, plain, _, _) = both_ways(spec)
     assert direct == plain
     statuses = [reply[0][0] for reply in direct]
     assert statuses[:8] == [200, 401, 200, 200, 200, 404, 400, 404]
