@@ -33,6 +33,9 @@ DELETE of HTTP/1.1 kept alive, with nothing before it on the connection, whose m
 brought its head, is offered whole to the app's `direct` (app.py), which answers it through the same pipeline
 steps or declines; its reply is written whole, like any other, and the connection waits for the next request.
 No cycle, task or ASGI message is made for it: about a third of a request's instructions (docs/performance.md).
+The common case, a chunk that is exactly one plain request, does not even go through the parser's steps: it is
+read in one step (process/wholerequest.py) and offered as it is; a chunk that holds anything else, or a request
+the app declines, goes to the parser as before (and is not offered twice).
 A request whose body goes on in a later chunk, or that the app declines, goes through uvicorn's cycle and the
 app as before, started in the same callback that would have started it without this.
 
@@ -59,6 +62,7 @@ from uvicorn.protocols.http.httptools_impl import (
 from mockserver.core.errors import ApiError
 from mockserver.edge.requestid import request_id
 from mockserver.process.onewrite import JOIN_BELOW, OneWrite
+from mockserver.process.wholerequest import DIRECT_METHODS, whole_request
 
 LINGER = 1.0                     # seconds a refused connection still reads before it closes
 LINGER_BYTES = 1024 * 1024       # ... and bytes
@@ -66,7 +70,6 @@ SWEEP = 0.25                     # seconds between two looks at the connections'
 FD_RESERVE = 100                 # open files kept for everything but connections (state file, webhooks, logs)
 FD_TARGET = 1024 * 1024          # the soft limit asked for when the hard one is unlimited
 REPORT_EVERY = 60.0              # seconds between two log lines about connections closed for not reading
-DIRECT_METHODS = (b"GET", b"POST", b"PUT", b"PATCH", b"DELETE")   # requests that may be answered without ASGI
 _base = HttpToolsProtocol          # the steps run for every request call it directly: cheaper than super()
 IDLE_ORDER = itertools.count()   # connections in the order they fell idle: the oldest gives its place first
 log = logging.getLogger("mockserver")
@@ -98,7 +101,7 @@ class Guard:
 
     __slots__ = ("deadline", "expired", "in_head", "head_bytes", "fed", "now", "waiting_since", "answered",
                  "refusal", "discarded", "write_deadline", "write_pending", "dropped", "running", "idle_until",
-                 "held")
+                 "held", "declined")
 
     def __init__(self, now):
         self.deadline = None     # when the header or body timeout in force runs out (loop time)
@@ -118,6 +121,7 @@ class Guard:
         self.idle_until = None       # when a kept-alive connection that sent nothing more is closed (loop time)
         self.held = None             # the body so far of a request offered to the app's `direct` (only while a
                                      # chunk is parsed: see GuardedProtocol._may_direct)
+        self.declined = False        # the app's `direct` declined the request of the chunk being parsed
 
 
 class _AtOnce:
@@ -215,6 +219,13 @@ class GuardedProtocol(HttpToolsProtocol):
         guard.now = self.loop.time()
         guard.fed = len(data)
         if guard.in_head:
+            if not guard.head_bytes and self.direct is not None and self._free():   # a request may begin here
+                request = whole_request(data, self.limits.max_header_size)
+                if request is not None:
+                    if self._direct(*request):
+                        guard.deadline = None    # the request is whole and answered, as at its message's end
+                        return
+                    guard.declined = True        # the parser's steps do not offer it again
             guard.head_bytes += guard.fed
         try:
             self.parser.feed_data(data)
@@ -226,6 +237,7 @@ class GuardedProtocol(HttpToolsProtocol):
             return
         if guard.held is not None:               # a request held for `direct` whose message goes on in a later
             self._start_held(complete=False)     # chunk: through ASGI now, with the body that came
+        guard.declined = False
         if guard.in_head and guard.head_bytes > self.limits.max_header_size:
             self._too_large()
 
@@ -248,7 +260,7 @@ class GuardedProtocol(HttpToolsProtocol):
             self._too_large()
             raise _Answered()
         guard.deadline, guard.expired = guard.now + self.limits.body_timeout, self._body_too_slow
-        if self.direct is not None and self._may_direct():
+        if self.direct is not None and not guard.declined and self._may_direct():
             guard.held = []                      # started when its message ends, or when this chunk does
             return
         self._start()
@@ -283,17 +295,19 @@ class GuardedProtocol(HttpToolsProtocol):
         parser = self.parser
         return (parser.get_method() in DIRECT_METHODS and parser.should_keep_alive()
                 and parser.get_http_version() == "1.1" and not parser.should_upgrade() and not self.expect_100_continue
-                and (self.cycle is None or self.cycle.response_complete) and not self.pipeline
-                and not self.flow.write_paused)
+                and self._free())
 
-    def _direct(self, body):
-        """Offer the whole request to the app's `direct` (app.py); True when it answered: the reply is written
-        whole and the connection waits for the next request, as after any reply."""
-        method = self.parser.get_method().decode("ascii")
+    def _free(self):
+        """Nothing before a request begun now is still being answered, and the client reads its replies."""
+        return (self.cycle is None or self.cycle.response_complete) and not self.pipeline and not self.flow.write_paused
+
+    def _direct(self, method, url, headers, body):
+        """Offer a whole request to the app's `direct` (app.py); True when it answered: the reply is written whole
+        and the connection waits for the next request, as after any reply."""
         try:
-            answer = self.direct(method, self.url, self.headers, body)
+            answer = self.direct(method, url, headers, body)
         except Exception:                        # a bug of the mock's: the spec's 500, as through ASGI (the call
-            log.exception("unhandled error in %s %s", method, self.url.decode("latin-1"))   # is not run again)
+            log.exception("unhandled error in %s %s", method, url.decode("latin-1"))   # is not run again)
             error = ApiError(500, "internal error: the call could not be answered").render()
             answer = 500, [(b"content-type", b"application/json"), (b"x-request-id", request_id(None).encode()),
                            (b"content-length", b"%d" % len(error))], error
@@ -329,7 +343,7 @@ class GuardedProtocol(HttpToolsProtocol):
         guard.deadline = None
         if guard.held is not None:               # a request held for `direct`, whole
             body = guard.held[0] if len(guard.held) == 1 else b"".join(guard.held)
-            if self._direct(body):
+            if self._direct(self.parser.get_method().decode("ascii"), self.url, self.headers, body):
                 guard.held = None
             else:
                 self._start_held(complete=True)

@@ -17,6 +17,7 @@ from uvicorn.server import ServerState
 from mockserver.app import MockServer
 from mockserver.core.clock import Clock
 from mockserver.core.settings import Settings
+from mockserver.process import connections
 from mockserver.process.connections import Limits, protocol
 
 START = 1_800_000_000.0
@@ -143,7 +144,16 @@ def both_ways(spec):
     return asyncio.run(run())
 
 
-def test_every_journaled_call_is_the_same_either_way(spec):
+@pytest.fixture(params=["whole chunk", "parser steps"])
+def way_in(request, monkeypatch):
+    """Both ways a request reaches `direct`: a chunk read whole in one step (process/wholerequest.py), and the
+    parser's steps (the request held until its message ends), taken when the chunk is not read whole."""
+    if request.param == "parser steps":
+        monkeypatch.setattr(connections, "whole_request", lambda chunk, limit: None)
+    return request.param
+
+
+def test_every_journaled_call_is_the_same_either_way(spec, way_in):
     (at_once, _, calls, server), (never, _, plain_calls, plain) = both_ways(spec)
     assert at_once == [expected for _, expected in SCRIPT]
     assert not any(never)
@@ -151,7 +161,7 @@ def test_every_journaled_call_is_the_same_either_way(spec):
     assert server.pipeline.violations == [] and plain.pipeline.violations == []
 
 
-def test_the_replies_are_the_same_bytes_either_way(spec):
+def test_the_replies_are_the_same_bytes_either_way(spec, way_in):
     (_, direct, _, _), (_, plain, _, _) = both_ways(spec)
     assert direct == plain
     statuses = [reply[0][0] for reply in direct]
@@ -368,3 +378,50 @@ def test_a_failure_of_the_direct_path_itself_is_the_specs_500_and_the_connection
     assert at_once and status == 500 and orjson.loads(body)["status"] == 500
     assert "unhandled error in GET /application/" in caplog.text
     assert again and after == 200
+
+
+def test_a_first_request_read_whole_ends_the_header_timeout_of_its_connection(spec):
+    # a new connection must send a request head within the header timeout; a request answered from its chunk read
+    # whole ends that wait as a request read by the parser's steps does, so the connection stays open, kept alive
+    async def run():
+        server = mock(spec)
+        config = uvicorn.Config(server, access_log=False, lifespan="off", ws="none", http="httptools",
+                                server_header=False, proxy_headers=False, timeout_keep_alive=30)
+        config.load()
+        transport = Transport()
+        connection = protocol(Limits(header_timeout=0.2))(config=config, server_state=ServerState(), app_state={},
+                                                          _loop=asyncio.get_running_loop())
+        connection.connection_made(transport)
+        first, _ = await feed(connection, transport, get(f"/application/{APP}/status"))
+        await asyncio.sleep(0.7)               # past the header timeout, and two sweeps
+        closed = transport.closing
+        transport.writes.clear()
+        second = await feed(connection, transport, get(f"/application/{APP}/status"))
+        connection.connection_lost(None)
+        return first, closed, second
+    first, closed, (again, replies) = asyncio.run(run())
+    assert first and not closed
+    assert again and [status for status, _, _ in replies] == [200]
+
+
+def test_a_request_read_whole_that_the_app_declines_is_offered_once(spec):
+    # declined (an Origin: CORS is `__call__`'s), it goes through the parser's steps and ASGI, not offered again
+    async def run():
+        server = mock(spec)
+        connection, transport = connect(server)
+        offers = []
+
+        def counting(*args):
+            offers.append(args[:2])
+            return server.direct(*args)
+        type(connection).direct = staticmethod(counting)
+        try:
+            at_once, replies = await feed(connection, transport, get(f"/organization/{ORG}/project",
+                                                                     b"Origin: http://localhost:3000\r\n"))
+        finally:
+            type(connection).direct = server.direct
+        return offers, at_once, replies
+    offers, at_once, [(status, headers, _)] = asyncio.run(run())
+    assert offers == [("GET", f"/organization/{ORG}/project".encode())]
+    assert at_once == [] and status == 200
+    assert (b"access-control-allow-origin", b"http://localhost:3000") in headers

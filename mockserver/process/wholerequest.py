@@ -1,0 +1,57 @@
+"""A chunk that is exactly one plain request, read in one step: what the direct path (connections.py) needs of it.
+
+The parser (httptools) reports a request through a Python callback per step: the message's begin (where uvicorn
+builds an ASGI scope), the target, each header, the head's end, the body, the message's end. For a request that
+will be answered at once, without ASGI, most of that is not needed. `whole_request(chunk, limit)` reads a chunk
+that holds exactly one request, its head and its whole body, with one regular expression and one split, and
+returns `(method, target, headers, body)` as those callbacks would have left them: header names in lower case,
+values without the blanks before them (as the parser gives them: blanks after a value stay).
+
+It reads only what it is sure of, and leaves everything else (None) to the parser, which answers it as before:
+
+- the request line `METHOD SP target SP HTTP/1.1` with a method of DIRECT_METHODS and a target of visible ASCII
+  starting with `/`;
+- header lines `name:value` of a token name and a value of visible ASCII, spaces and tabs (no folded lines, no
+  bytes above 0x7e), the head within `limit` bytes;
+- no Transfer-Encoding, Upgrade or Expect; no Connection but `keep-alive`; at most one Content-Length, of digits,
+  and exactly that many bytes after the head (none without one): a chunk holding more than one request, or less
+  than one, is the parser's.
+
+Each of these is a request the parser accepts alike (tests/process/test_wholerequest.py compares the two on
+plain and on malformed heads).
+"""
+
+import re
+
+DIRECT_METHODS = (b"GET", b"POST", b"PUT", b"PATCH", b"DELETE")   # requests that may be answered without ASGI
+_HEAD = re.compile(rb"(GET|POST|PUT|PATCH|DELETE) (/[!-~]*) HTTP/1\.1\r\n"
+                   rb"((?:[!#$%&'*+.^_`|~0-9A-Za-z-]+:[\t -~]*\r\n)*)\r\n")
+# headers that decide how the message is framed or whether the connection goes on: read here, not just passed on
+_FRAMING = frozenset({b"content-length", b"transfer-encoding", b"connection", b"upgrade", b"expect"})
+
+
+def whole_request(chunk, limit):
+    """(method, target, headers, body) of a chunk that is exactly one plain request (see the module), else None.
+    `method` is a str, `target` the bytes of the request line, `headers` (name, value) byte pairs."""
+    end = chunk.find(b"\r\n\r\n") + 4
+    if end < 4 or end > limit:
+        return None
+    found = _HEAD.fullmatch(chunk, 0, end)
+    if found is None:
+        return None
+    method, target, block = found.groups()
+    headers = []
+    length = None
+    for line in block.split(b"\r\n")[:-1]:
+        name, _, value = line.partition(b":")
+        name = name.lower()
+        value = value.lstrip(b" \t")
+        if name in _FRAMING:
+            if name == b"content-length" and length is None and value.isdigit():
+                length = int(value)
+            elif name != b"connection" or value.lower() != b"keep-alive":
+                return None
+        headers.append((name, value))
+    if len(chunk) - end != (length or 0):
+        return None
+    return method.decode("ascii"), target, headers, chunk[end:]
