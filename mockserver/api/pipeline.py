@@ -158,12 +158,8 @@ class Pipeline:
         then `rendered` or `refused`, `reply_headers`, the journal."""
         call = ApiCall(rt, scope, path)
         call.sandbox = sandbox
-        message = {"type": "http.request", "body": body, "more_body": False}
-
-        async def receive():
-            return message
         try:
-            status, payload = self.rendered(rt, call, _at_once(self.answer(rt, call, scope, receive)))
+            status, payload = self.rendered(rt, call, _at_once(self.answer(rt, call, scope, None, body)))
         except ApiError as error:
             status, payload = self.refused(call, error)
         except Exception:                       # a bug (or a call that awaited after all): the spec's error body
@@ -172,7 +168,8 @@ class Pipeline:
         if payload:
             out.append((b"content-length", b"%d" % len(payload)))
         self.record(call, rt, status, payload, out)
-        self._log(scope, sandbox, status, call)
+        if self.access_log is not None:
+            self._log(scope, sandbox, status, call)
         return status, out, payload
 
     def rendered(self, rt, call, result):
@@ -210,9 +207,10 @@ class Pipeline:
             out.append((b"x-mock-rule", call.rule.encode()))
         return out
 
-    async def answer(self, rt, call, scope, receive):
+    async def answer(self, rt, call, scope, receive, body=None):
         """Route, pump the clock, authenticate, spend the rate limit, authorize, validate, apply the scenario
-        rule that matches, and run the handler: its result, or an ApiError (or Dropped)."""
+        rule that matches, and run the handler: its result, or an ApiError (or Dropped). The body is read from
+        `receive`, or, for a call that came whole (`receive` None: `direct`), is `body`."""
         call.operation, params, path_errors = self.spec.resolve(call.method, call.path)
         operation = call.operation
         now = rt.pump()
@@ -227,9 +225,11 @@ class Pipeline:
         raw = b""
         if operation.body is not None:          # refused from its headers first: no 100 Continue for a doomed body
             _check_body_head(call, self.settings.max_body)
-            raw = await bodies.read_asgi(receive, self.settings.max_body)
+            raw = (bodies.bounded(body, self.settings.max_body) if receive is None
+                   else await bodies.read_asgi(receive, self.settings.max_body))
         elif call.content_length not in (None, b"0"):      # a body the operation takes none of: read, kept, ignored
-            call.ignored = _ignored(await bodies.read_asgi(receive, self.settings.max_body))
+            call.ignored = _ignored(bodies.bounded(body, self.settings.max_body) if receive is None
+                                    else await bodies.read_asgi(receive, self.settings.max_body))
         if scope["query_string"]:
             call.query = dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
         values = self.validate(call, path_errors, raw)

@@ -1,5 +1,5 @@
-"""Request bodies, read no further than their bound: the API's (`read_asgi`, from the ASGI messages) and the
-control API's (`read`, from a Starlette request).
+"""Request bodies, read no further than their bound: the API's (`read_asgi`, from the ASGI messages, or
+`bounded`, a body that came whole) and the control API's (`read`, from a Starlette request).
 
 A body past its bound is refused as soon as the bound is crossed: it is never buffered whole.
 JSON bodies are bounded by `--max-body` (a 413, as on the API); a scenario document by the bound
@@ -40,6 +40,13 @@ async def read_asgi(receive, limit):
         chunks.append(chunk)
         if not message.get("more_body"):
             return b"".join(chunks)
+
+
+def bounded(body, limit):
+    """A body that came whole (the direct path, process/connections.py), or ApiError(413) as `read_asgi` would."""
+    if len(body) > limit:
+        raise ApiError(413, f"request body is larger than {limit} bytes")
+    return body
 
 
 async def scenario_text(request):

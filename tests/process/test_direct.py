@@ -425,3 +425,20 @@ def test_a_request_read_whole_that_the_app_declines_is_offered_once(spec):
     assert offers == [("GET", f"/organization/{ORG}/project".encode())]
     assert at_once == [] and status == 200
     assert (b"access-control-allow-origin", b"http://localhost:3000") in headers
+
+
+def test_a_body_past_the_bound_is_the_same_413_either_way(spec):
+    # a chunked body comes whole in one chunk (no Content-Length to refuse it by): bounded as through ASGI
+    data = chunked(f"/project/{PROJECT}/environmentVariable", b'{"key":"BIG",', b'"value":"' + b"v" * 64 + b'"}')
+
+    async def run(direct):
+        server = mock(spec, max_body=32)
+        connection, transport = connect(server, direct)
+        at_once, replies = await feed(connection, transport, data)
+        return at_once, replies, server.sandboxes.get("default").rt.journal.newest().status
+
+    async def both():
+        return await run(True), await run(False)
+    (at_once, direct, journaled), (_, plain, _) = asyncio.run(both())
+    assert at_once and direct == plain and direct[0][0] == 413 and journaled == 413
+    assert orjson.loads(direct[0][2])["message"] == "request body is larger than 32 bytes"
