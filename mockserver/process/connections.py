@@ -317,9 +317,9 @@ class GuardedProtocol(HttpToolsProtocol):
         # the mock's own (numbers, constants) or the client's X-Request-Id, which edge/requestid.py admits only as
         # visible ASCII
         status, headers, payload = answer
-        head = [*self.server_state.default_headers, *headers]
         self.cycle = AT_ONCE
-        head = b"".join([STATUS_LINE[status], *(b"%s: %s\r\n" % pair for pair in head), b"\r\n"])
+        lines = b"\r\n".join(map(b": ".join, [*self.server_state.default_headers, *headers]))
+        head = b"".join((STATUS_LINE[status], lines, b"\r\n\r\n" if lines else b"\r\n"))
         if len(payload) < JOIN_BELOW:
             self.transport.write(head + payload)
         else:                                    # as process/onewrite.py: one writev, the body not copied
