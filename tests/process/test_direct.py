@@ -29,13 +29,14 @@ def mock(spec, **overrides):
     return MockServer(settings, spec=spec, clock=Clock("manual", START))
 
 
-def connect(app, direct=True, date=None):
+def connect(app, direct=True, date=None, limits=None, keep_alive=5):
     """A connection of `serve`'s protocol to `app`; `direct=False`: a protocol that never answers at once; `date`:
-    the Date header the server sends (uvicorn's server loop keeps it in `default_headers`)."""
+    the Date header the server sends (uvicorn's server loop keeps it in `default_headers`); `keep_alive`: seconds
+    an idle kept-alive connection stays open."""
     config = uvicorn.Config(app, access_log=False, lifespan="off", ws="none", http="httptools",
-                            server_header=False, proxy_headers=False)     # as `serve` runs it
+                            server_header=False, proxy_headers=False, timeout_keep_alive=keep_alive)   # as `serve`
     config.load()
-    cls = protocol(Limits())
+    cls = protocol(limits or Limits())
     if not direct:
         cls.direct_of, cls.direct = config.loaded_app, None
     transport, state = Transport(), ServerState()
@@ -304,14 +305,7 @@ def test_a_slow_body_behind_a_direct_reply_in_the_same_chunk_is_not_closed_as_id
     # the keep-alive timeout counts from a reply only while no request is under way: a request whose head came
     # right behind a direct reply, its body slower than the timeout, is still answered
     async def run():
-        server = mock(spec)
-        config = uvicorn.Config(server, access_log=False, lifespan="off", ws="none", http="httptools",
-                                server_header=False, proxy_headers=False, timeout_keep_alive=0.3)
-        config.load()
-        transport = Transport()
-        connection = protocol(Limits())(config=config, server_state=ServerState(), app_state={},
-                                        _loop=asyncio.get_running_loop())
-        connection.connection_made(transport)
+        connection, transport = connect(mock(spec), keep_alive=0.3)
         create = post(f"/project/{PROJECT}/environmentVariable", b'{"key":"SLOW","value":"body"}')
         at_once, _ = await feed(connection, transport, get("/organization") + create[:-10], replies=1)
         await asyncio.sleep(0.9)               # past the keep-alive timeout, and a sweep or more
@@ -384,14 +378,7 @@ def test_a_first_request_read_whole_ends_the_header_timeout_of_its_connection(sp
     # a new connection must send a request head within the header timeout; a request answered from its chunk read
     # whole ends that wait as a request read by the parser's steps does, so the connection stays open, kept alive
     async def run():
-        server = mock(spec)
-        config = uvicorn.Config(server, access_log=False, lifespan="off", ws="none", http="httptools",
-                                server_header=False, proxy_headers=False, timeout_keep_alive=30)
-        config.load()
-        transport = Transport()
-        connection = protocol(Limits(header_timeout=0.2))(config=config, server_state=ServerState(), app_state={},
-                                                          _loop=asyncio.get_running_loop())
-        connection.connection_made(transport)
+        connection, transport = connect(mock(spec), limits=Limits(header_timeout=0.2), keep_alive=30)
         first, _ = await feed(connection, transport, get(f"/application/{APP}/status"))
         await asyncio.sleep(0.7)               # past the header timeout, and two sweeps
         closed = transport.closing
