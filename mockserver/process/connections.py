@@ -33,11 +33,10 @@ DELETE of HTTP/1.1 kept alive, with nothing before it on the connection, whose m
 brought its head, is offered whole to the app's `direct` (app.py), which answers it through the same pipeline
 steps or declines; its reply is written whole, like any other, and the connection waits for the next request.
 No cycle, task or ASGI message is made for it: about a third of a request's instructions (docs/performance.md).
-The common case, a chunk that is exactly one plain request, does not even go through the parser's steps: it is
-read in one step (process/wholerequest.py) and offered as it is; a chunk that holds anything else, or a request
-the app declines, goes to the parser as before (and is not offered twice).
-A request whose body goes on in a later chunk, or that the app declines, goes through uvicorn's cycle and the
-app as before, started in the same callback that would have started it without this.
+The common case, a chunk that is exactly one plain request, skips even the parser's steps: it is read in one
+step (process/wholerequest.py) and offered as it is; any other chunk goes to the parser. A request whose body
+goes on in a later chunk, or that the app declines (offered once, whichever way it was read), goes through
+uvicorn's cycle and the app as before, started in the same callback that would have started it without this.
 
 Replies written here are the spec's error body with `Connection: close`. After one, the
 connection reads and discards what the client still sends for a moment (at most LINGER seconds
