@@ -106,8 +106,10 @@ def needs_redaction(body, fields=SECRET_FIELDS, containers=frozenset()):
     if isinstance(body, dict):
         if body.get(SECRET_MARKER) or not fields.isdisjoint(body) or not containers.isdisjoint(body):
             return True
-        return any(needs_redaction(item, fields, containers) for item in body.values()
-                   if isinstance(item, (dict, list)))
+        for item in body.values():               # a plain loop: most bodies are flat, and a generator would
+            if isinstance(item, (dict, list)) and needs_redaction(item, fields, containers):   # cost more than
+                return True                      # the walk
+        return False
     if isinstance(body, list):
         return any(needs_redaction(item, fields, containers) for item in body)
     return False

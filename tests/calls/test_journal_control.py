@@ -421,3 +421,31 @@ def test_coverage_says_how_many_calls_the_journal_dropped(make_server):
         report = client.get("/_mock/calls/coverage").json()
     assert (report["journal_entries"], report["dropped"]) == (2, 1)
     assert {r["operation"]: r["calls"] for r in report["results"]}["listProjects"] == 2
+
+
+NESTED_SECRET = "n3sted-s3cret-value"
+NESTED = [
+    ("a Terraform variable marked secret", "POST", f"/environment/{ENV}/terraform", 201,
+     {"name": "t", "terraform_files_source": {"git_repository": {"url": "https://git.example.com/a/tf.git",
+                                                                "branch": "main"}},
+      "terraform_variables_source": {"tf_var_file_paths": [],
+                                     "tf_vars": [{"key": "k", "value": NESTED_SECRET, "secret": True}]}}),
+    ("a registry's password inside its config", "POST", f"/organization/{ORG}/containerRegistry", 201,
+     {"name": "r", "kind": "GENERIC_CR", "url": "https://r.example",
+      "config": {"username": "u", "password": NESTED_SECRET}}),
+    # an operation that takes no body: the body sent is kept all the same, its secrets found at any depth
+    ("a password deep in a body sent to a read", "GET", "/organization", 200,
+     {"note": "x", "auth": [{"basic": {"password": NESTED_SECRET}}]}),
+]
+
+
+@pytest.mark.parametrize("what, method, path, status, body", NESTED, ids=[case[0] for case in NESTED])
+def test_a_secret_nested_in_a_body_is_masked_when_the_call_is_kept_not_only_when_it_is_read(server, what, method,
+                                                                                          path, status, body):
+    with TestClient(server, base_url="http://mock", headers=ADMIN) as http:
+        reply = http.request(method, path, content=json.dumps(body), headers={"content-type": "application/json"})
+        assert reply.status_code == status, reply.text
+        kept = server.sandboxes.get("default").rt.journal.newest()
+        assert NESTED_SECRET.encode() not in kept.request     # the bytes the journal holds (and a state file saves)
+        assert b"**redacted**" in kept.request
+        assert NESTED_SECRET not in json.dumps(only_entry(http))
