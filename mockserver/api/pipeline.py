@@ -52,20 +52,7 @@ class ApiCall:
         self.method = scope["method"]
         self.path = without_api_prefix(path)
         self.raw_headers = scope["headers"]
-        authorization = content_type = sent_id = length = encoding = None
-        for name, value in self.raw_headers:
-            if name == b"authorization":
-                authorization = value.decode("latin-1")
-            elif name == b"content-type":
-                content_type = value.decode("latin-1")
-            elif name == b"x-request-id":
-                sent_id = value.decode("latin-1")
-            elif name == b"content-length":
-                length = value
-            elif name == b"content-encoding":
-                encoding = value.decode("latin-1")
-            elif name == b"transfer-encoding" and length is None:
-                length = b"chunked"
+        authorization, content_type, sent_id, length, encoding = read_headers(self.raw_headers)
         self.authorization, self.content_type, self._headers = authorization, content_type, None
         self.content_length, self.content_encoding = length, encoding
         self.operation = self.body = self.rule = self.token = self.faults = self.ignored = self.kept = None
@@ -101,6 +88,41 @@ class ApiCall:
                     raise
                 log.exception("journaling %s %s failed; the call is kept without its body", self.method, self.path)
                 body = f"(body not kept: {type(error).__name__})"
+
+
+KEPT_HEADERS = 64                       # the header tuples whose values `read_headers` remembers
+_read: dict[tuple, tuple] = {}
+
+
+def read_headers(raw):
+    """(authorization, content type, X-Request-Id, content length, content encoding) of a request's header pairs,
+    the length as bytes (b"chunked" for a chunked body). Headers that came as a tuple (the server's direct path
+    gives the same tuple for the same head: process/wholerequest.py) are read once and remembered."""
+    kept = type(raw) is tuple
+    if kept:
+        known = _read.get(raw)
+        if known is not None:
+            return known
+    authorization = content_type = sent_id = length = encoding = None
+    for name, value in raw:
+        if name == b"authorization":
+            authorization = value.decode("latin-1")
+        elif name == b"content-type":
+            content_type = value.decode("latin-1")
+        elif name == b"x-request-id":
+            sent_id = value.decode("latin-1")
+        elif name == b"content-length":
+            length = value
+        elif name == b"content-encoding":
+            encoding = value.decode("latin-1")
+        elif name == b"transfer-encoding" and length is None:
+            length = b"chunked"
+    values = authorization, content_type, sent_id, length, encoding
+    if kept:
+        if len(_read) >= KEPT_HEADERS:         # bounded: clients of ever new headers do not grow it
+            _read.clear()
+        _read[raw] = values
+    return values
 
 
 class Pipeline:

@@ -5,7 +5,9 @@ builds an ASGI scope), the target, each header, the head's end, the body, the me
 will be answered at once, without ASGI, most of that is not needed. `whole_request(chunk, limit)` reads a chunk
 that holds exactly one request, its head and its whole body, with one regular expression and one split, and
 returns `(method, target, headers, body)` as those callbacks would have left them: header names in lower case,
-values without the blanks before them (as the parser gives them: blanks after a value stay).
+values without the blanks before them (as the parser gives them: blanks after a value stay). A client sends the
+same head again and again (a poll, a loop of creates): the last heads read are remembered, so that reading one
+again is a lookup (docs/performance.md).
 
 It reads only what it is sure of, and leaves everything else (None) to the parser, which answers it as before:
 
@@ -30,13 +32,36 @@ _HEAD = re.compile(rb"(GET|POST|PUT|PATCH|DELETE) (/[!-~]*) HTTP/1\.1\r\n"
 _FRAMING = frozenset({b"content-length", b"transfer-encoding", b"connection", b"upgrade", b"expect"})
 
 
+KEPT = 64                       # heads remembered as read: a client that repeats a request (a poll, a loop of
+KEPT_BELOW = 4096               # creates) sends the same head again, and reading it is then one lookup; a head of
+                                # this many bytes or more is read each time, not remembered
+_known: dict[bytes, tuple | None] = {}   # head -> what `_read` made of it (None: left to the parser)
+_UNREAD = object()
+
+
 def whole_request(chunk, limit):
     """(method, target, headers, body) of a chunk that is exactly one plain request (see the module), else None.
-    `method` is a str, `target` the bytes of the request line, `headers` (name, value) byte pairs."""
+    `method` is a str, `target` the bytes of the request line, `headers` a tuple of (name, value) byte pairs (the
+    same tuple for the same head: it is never changed)."""
     end = chunk.find(b"\r\n\r\n") + 4
     if end < 4 or end > limit:
         return None
-    found = _HEAD.fullmatch(chunk, 0, end)
+    head = chunk[:end]
+    read = _known.get(head, _UNREAD)         # what is read of a head depends on its bytes alone
+    if read is _UNREAD:
+        read = _read(head)
+        if end < KEPT_BELOW:
+            if len(_known) >= KEPT:              # bounded: a client of ever new paths does not grow it
+                _known.clear()
+            _known[head] = read
+    if read is None or len(chunk) - end != read[3]:
+        return None
+    return read[0], read[1], read[2], chunk[end:]
+
+
+def _read(head):
+    """(method, target, headers, length of the body) of a whole head, or None when it is the parser's."""
+    found = _HEAD.fullmatch(head)
     if found is None:
         return None
     method, target, block = found.groups()
@@ -52,6 +77,4 @@ def whole_request(chunk, limit):
             elif name != b"connection" or value.lower() != b"keep-alive":
                 return None
         headers.append((name, value))
-    if len(chunk) - end != (length or 0):
-        return None
-    return method.decode("ascii"), target, headers, chunk[end:]
+    return method.decode("ascii"), target, tuple(headers), length or 0

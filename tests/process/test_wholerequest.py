@@ -6,6 +6,7 @@ import random
 import httptools
 import pytest
 
+from mockserver.process import wholerequest
 from mockserver.process.wholerequest import whole_request
 
 LIMIT = 64 * 1024
@@ -67,7 +68,7 @@ POST = (b"POST /project/p/environmentVariable HTTP/1.1\r\nHost: h\r\nContent-Typ
 ])
 def test_a_plain_request_is_read_as_the_parser_reads_it(chunk):
     method, target, headers, body = whole_request(chunk, LIMIT)
-    assert parsed(chunk) == (method, target, headers, body, True)
+    assert parsed(chunk) == (method, target, list(headers), body, True)
 
 
 @pytest.mark.parametrize("chunk", [
@@ -130,5 +131,31 @@ def test_any_chunk_it_reads_the_parser_reads_alike():
         mine = whole_request(chunk, LIMIT)
         if mine is not None:
             read += 1
-            assert parsed(chunk) == (*mine, True), chunk
+            method, target, headers, body = mine
+            assert parsed(chunk) == (method, target, list(headers), body, True), chunk
     assert read > 300                          # the edits left many chunks it reads: the comparison compared
+
+
+def test_a_head_sent_again_is_read_as_the_first_time_and_its_body_is_checked_each_time():
+    first = whole_request(POST, LIMIT)
+    again = whole_request(bytes(POST), LIMIT)          # the same bytes in another object, as a new chunk is
+    assert again == first and again[2] is first[2]      # the headers read once: a tuple, which nobody can change
+    assert isinstance(again[2], tuple)
+    other_body = POST.replace(b'"K_1"', b'"K_2"')
+    assert whole_request(other_body, LIMIT)[3] == b'{"key":"K_2"}'
+    assert whole_request(POST[:-1], LIMIT) is None      # the same head, a body short of its length
+    assert whole_request(POST + b"x", LIMIT) is None    # ... or longer
+    bad = b"GET /a HTTP/1.1\r\nX Bad: 1\r\n\r\n"
+    assert whole_request(bad, LIMIT) is None and whole_request(bad, LIMIT) is None
+
+
+def test_the_heads_remembered_are_bounded_and_a_long_head_is_not_kept():
+    for n in range(wholerequest.KEPT * 3):
+        chunk = b"GET /a/%d HTTP/1.1\r\nHost: h\r\n\r\n" % n
+        assert whole_request(chunk, LIMIT)[1] == b"/a/%d" % n
+        assert len(wholerequest._known) <= wholerequest.KEPT
+    wholerequest._known.clear()
+    long = b"GET /a HTTP/1.1\r\nX-Long: " + b"v" * wholerequest.KEPT_BELOW + b"\r\n\r\n"
+    assert whole_request(long, LIMIT)[2] == ((b"x-long", b"v" * wholerequest.KEPT_BELOW),)
+    assert wholerequest._known == {}
+    assert whole_request(long, len(long) - 1) is None   # the limit is checked before anything is remembered
