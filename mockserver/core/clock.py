@@ -68,6 +68,14 @@ def iso(ts):
     last = _last
     if ts == last[0]:
         return last[1]
+    second = _second
+    whole = second[0]
+    if whole is not None and 0.0 <= whole <= ts < whole + 1.0 and whole < LATEST:   # in the second rendered last
+        micro = round((ts - whole) * 1e6)    # (the fraction math.modf gives, exactly: no sign or clamp to mind)
+        if micro < 1000000:
+            text = f"{second[1]}.{micro:06d}Z"
+            _last = (ts, text)
+            return text
     moment = min(max(ts, FIRST), LATEST)
     fraction, whole = math.modf(moment)
     micro = round(fraction * 1e6)

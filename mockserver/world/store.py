@@ -79,14 +79,22 @@ class Table:
         return (parent, name.casefold() if self.casefold else name)
 
     def add(self, entry):
-        self.rows[entry.id] = entry
-        self.everywhere.add(entry.id)
-        self.children.setdefault(entry.parent, {})[entry.id] = entry
+        ident, parent = entry.id, entry.parent
+        self.rows[ident] = entry
+        self.everywhere.add(ident)
+        siblings = self.children.get(parent)
+        if siblings is None:                   # (not setdefault: its new dict would be made on every add)
+            siblings = self.children[parent] = {}
+        siblings[ident] = entry
         if self.group is not None:
-            self.groups.setdefault(  # type: ignore[union-attr]  # groups is set whenever group is
-                (entry.parent, self.group(entry)), {})[entry.id] = entry
+            key = parent, self.group(entry)
+            grouped = self.groups.get(key)     # type: ignore[union-attr]  # groups is set whenever group is
+            if grouped is None:
+                grouped = self.groups[key] = {}   # type: ignore[index]
+            grouped[ident] = entry
         entry.table = self.name
-        self.reindex(entry)
+        if self.unique is not None:
+            self.reindex(entry)
         return entry
 
     def reindex(self, entry):
@@ -158,8 +166,11 @@ class Table:
     def name_taken(self, parent, name, exclude=()):
         """Does another record of this parent carry this unique name (see UNIQUE)? `exclude`: an id, or
         ids, that do not count."""
-        exclude = (exclude,) if isinstance(exclude, str) else exclude or ()
-        return any(ident not in exclude for ident in _ids(self.names.get(self._name_key(parent, name))))
+        held = self.names.get((parent, name.casefold() if self.casefold else name))
+        if not exclude or held is None:        # (most asks: a create, nothing to leave out)
+            return held is not None
+        exclude = (exclude,) if isinstance(exclude, str) else exclude
+        return any(ident not in exclude for ident in _ids(held))
 
 
 def _drop(index, key, ident):

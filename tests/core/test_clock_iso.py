@@ -27,3 +27,14 @@ def test_iso_of_a_running_clock_moves_with_it():
         "2025-11-24T16:00:00.000000Z", "2025-11-24T16:00:00.250000Z", "2025-11-24T16:00:00.500000Z",
         "2025-11-24T16:00:00.750000Z", "2025-11-24T16:00:01.000000Z", "2025-11-24T16:00:01.250000Z"]
     assert iso(FIRST) == "0001-01-01T00:00:00.000000Z" and iso(LATEST) == "9999-12-31T23:59:59.000000Z"
+
+
+def test_iso_of_times_within_one_second_as_a_busy_clock_reads_them():
+    # one second rendered, then many times in it (the cache of the second is read): the edges where the
+    # microseconds round up to the next second, times before 1970, and the last second it can render
+    pick = random.Random(11)
+    for whole in (1764000000.0, 0.0, -1.0, -86401.0, LATEST - 1.0, LATEST, FIRST):
+        times = [whole, whole + 0.9999995, whole + 0.9999994, whole + 0.9999999, whole + 5e-7, whole + 1.5e-6]
+        times += sorted(whole + pick.random() for _ in range(3000))
+        wrong = [(ts, iso(ts), _datetime(ts)) for ts in times if iso(ts) != _datetime(ts)]
+        assert wrong == [], whole

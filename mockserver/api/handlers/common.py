@@ -13,11 +13,12 @@ def check_org(ctx, org_id):
         raise not_found("organization", org_id)
 
 
-def touch(rt, entry, now):
-    """After an edit: new updated_at, a new revision, and the name index follows a rename."""
+def touch(rt, entry, now, renamed=True):
+    """After an edit: new updated_at, a new revision, and the name index follows a rename (`renamed` False: the
+    caller knows the name did not change, as for the owner of a record just added)."""
     entry.data["updated_at"] = iso(now)
     rt.bump(entry)
-    if entry.table is not None:
+    if renamed and entry.table is not None:
         rt.store.tables[entry.table].reindex(entry)
 
 

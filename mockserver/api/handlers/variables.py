@@ -21,6 +21,7 @@ description or interpolation flag and leaves the value sent aside.
 """
 
 from mockserver.api.handlers.common import bind, optional, page, touch
+from mockserver.core.clock import iso
 from mockserver.core.errors import ApiError, conflict, not_found
 from mockserver.core.kinds import WITH_VARIABLES
 from mockserver.world.store import Entry
@@ -124,8 +125,9 @@ def make(ctx, family, owner, key, value, scope, kind, mount_path=None, descripti
          target=None, owned_by="PLATFORM", service=None):
     rt = ctx.rt
     service = service if service is not None else (owner if "type" in owner.meta else None)
-    data = {"id": rt.new_id(), **rt.stamp(ctx.now), "key": key, "scope": scope, "variable_type": kind,
-            "owned_by": owned_by, "enable_interpolation_in_file": interpolation}
+    stamped = iso(ctx.now)
+    data = {"id": rt.new_id(), "created_at": stamped, "updated_at": stamped, "key": key, "scope": scope,
+            "variable_type": kind, "owned_by": owned_by, "enable_interpolation_in_file": interpolation}
     # the spec types these as plain strings (not "or null"): a record without them leaves them out
     optional(data, "mount_path", mount_path)
     if service is not None:
@@ -143,7 +145,7 @@ def make(ctx, family, owner, key, value, scope, kind, mount_path=None, descripti
     entry = rt.store.tables[family.table].add(Entry(data, ctx.org, owner.id, private, meta))
     if target is not None:
         rt.derived.setdefault(target.id, {})[entry.id] = None
-    touch(rt, owner, ctx.now)
+    touch(rt, owner, ctx.now, renamed=False)
     return entry
 
 
