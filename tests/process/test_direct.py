@@ -429,3 +429,27 @@ def test_a_body_past_the_bound_is_the_same_413_either_way(spec):
     (at_once, direct, journaled), (_, plain, _) = asyncio.run(both())
     assert at_once and direct == plain and direct[0][0] == 413 and journaled == 413
     assert orjson.loads(direct[0][2])["message"] == "request body is larger than 32 bytes"
+
+
+def test_a_head_sent_again_is_answered_for_what_it_says_each_time(spec):
+    # the protocol remembers the heads it read (process/wholerequest.py) and the pipeline the values of their
+    # headers: a head that differs only in its credential or its body's length is read as what it says
+    async def run():
+        server = mock(spec)
+        connection, transport = connect(server)
+        statuses = []
+        wrong = get("/organization").replace(b"mock-admin-token", b"mock-wrong-token")
+        created = post(f"/project/{PROJECT}/environmentVariable", b'{"key":"R1","value":"v"}')
+        longer = post(f"/project/{PROJECT}/environmentVariable", b'{"key":"R22","value":"v"}')
+        for data in [get("/organization"), wrong, get("/organization"), get("/organization", token=False),
+                     get("/organization"), created, created, longer]:
+            transport.writes.clear()
+            at_once, replies = await feed(connection, transport, data)
+            assert at_once, data
+            statuses.append(replies[0][0])
+        calls = list(server.sandboxes.get("default").rt.journal.entries)
+        return statuses, [call.token for call in calls], [call.request for call in calls[-3:]]
+    statuses, tokens, bodies = asyncio.run(run())
+    assert statuses == [200, 401, 200, 401, 200, 201, 409, 201]
+    assert tokens[:5] == ["admin", None, "admin", None, "admin"]
+    assert [b'"R1"' in body for body in bodies] == [True, True, False] and b'"R22"' in bodies[2]
