@@ -91,18 +91,19 @@ class ApiCall:
 
 
 KEPT_HEADERS = 64                       # the header tuples whose values `read_headers` remembers
-_read: dict[tuple, tuple] = {}
+_read: dict[int, tuple] = {}            # id of a header tuple -> (the tuple, held so that its id stays its own; values)
 
 
 def read_headers(raw):
     """(authorization, content type, X-Request-Id, content length, content encoding) of a request's header pairs,
-    the length as bytes (b"chunked" for a chunked body). Headers that came as a tuple (the server's direct path
-    gives the same tuple for the same head: process/wholerequest.py) are read once and remembered."""
+    the length as bytes (b"chunked" for a chunked body). A tuple of headers is the server's direct path's, which
+    gives the same tuple for the same head (process/wholerequest.py): its values are read once and remembered by
+    the tuple's identity (no hashing of its bytes, which a head seen once would pay for nothing)."""
     kept = type(raw) is tuple
     if kept:
-        known = _read.get(raw)
-        if known is not None:
-            return known
+        known = _read.get(id(raw))
+        if known is not None and known[0] is raw:
+            return known[1]
     authorization = content_type = sent_id = length = encoding = None
     for name, value in raw:
         if name == b"authorization":
@@ -121,7 +122,7 @@ def read_headers(raw):
     if kept:
         if len(_read) >= KEPT_HEADERS:         # bounded: clients of ever new headers do not grow it
             _read.clear()
-        _read[raw] = values
+        _read[id(raw)] = raw, values
     return values
 
 
