@@ -6,8 +6,8 @@ will be answered at once, without ASGI, most of that is not needed. `whole_reque
 that holds exactly one request, its head and its whole body, with one regular expression and one split, and
 returns `(method, target, headers, body)` as those callbacks would have left them: header names in lower case,
 values without the blanks before them (as the parser gives them: blanks after a value stay). A client sends the
-same head again and again (a poll, a loop of creates): the last heads read are remembered, so that reading one
-again is a lookup (docs/performance.md).
+same head again and again (a poll, a loop of creates): a head that comes a second time is remembered, so that
+reading it again is a lookup (docs/performance.md).
 
 It reads only what it is sure of, and leaves everything else (None) to the parser, which answers it as before:
 
@@ -35,28 +35,44 @@ _FRAMING = frozenset({b"content-length", b"transfer-encoding", b"connection", b"
 KEPT = 64                       # heads remembered as read: a client that repeats a request (a poll, a loop of
 KEPT_BELOW = 4096               # creates) sends the same head again, and reading it is then one lookup; a head of
                                 # this many bytes or more is read each time, not remembered
-_known: dict[bytes, tuple | None] = {}   # head -> what `_read` made of it (None: left to the parser)
-_UNREAD = object()
+SEEN = 256                      # heads seen once, by hash: a head is remembered the second time it comes
+_known: dict[bytes, tuple] = {}  # head -> what `_read` made of it, its headers a tuple
+_seen: set[int] = set()
 
 
 def whole_request(chunk, limit):
     """(method, target, headers, body) of a chunk that is exactly one plain request (see the module), else None.
-    `method` is a str, `target` the bytes of the request line, `headers` a tuple of (name, value) byte pairs (the
-    same tuple for the same head: it is never changed)."""
+    `method` is a str, `target` the bytes of the request line, `headers` (name, value) byte pairs: a tuple, the same
+    for every request of that head, when the head is remembered; else a list of this request's own."""
     end = chunk.find(b"\r\n\r\n") + 4
     if end < 4 or end > limit:
         return None
     head = chunk[:end]
-    read = _known.get(head, _UNREAD)         # what is read of a head depends on its bytes alone
-    if read is _UNREAD:
+    read = _known.get(head)                  # what is read of a head depends on its bytes alone
+    if read is None:
         read = _read(head)
+        if read is None:
+            return None
         if end < KEPT_BELOW:
-            if len(_known) >= KEPT:              # bounded: a client of ever new paths does not grow it
-                _known.clear()
-            _known[head] = read
-    if read is None or len(chunk) - end != read[3]:
+            _remember(head, read)
+    if len(chunk) - end != read[3]:
         return None
     return read[0], read[1], read[2], chunk[end:]
+
+
+def _remember(head, read):
+    """Remember a head read the second time it comes. A head seen once costs its hash kept, not its headers: a
+    fleet of clients that each send a head once (another sandbox, another id) would otherwise keep the headers of
+    the last requests alive for nothing, and that costs more than reading them (docs/performance.md)."""
+    key = hash(head)
+    if key not in _seen:
+        if len(_seen) >= SEEN:
+            _seen.clear()
+        _seen.add(key)
+        return
+    if len(_known) >= KEPT:                  # bounded: a client of ever new paths does not grow it
+        _known.clear()
+    _known[head] = (read[0], read[1], tuple(read[2]), read[3])
 
 
 def _read(head):
@@ -77,4 +93,4 @@ def _read(head):
             elif name != b"connection" or value.lower() != b"keep-alive":
                 return None
         headers.append((name, value))
-    return method.decode("ascii"), target, tuple(headers), length or 0
+    return method.decode("ascii"), target, headers, length or 0

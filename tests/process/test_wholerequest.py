@@ -137,10 +137,12 @@ def test_any_chunk_it_reads_the_parser_reads_alike():
 
 
 def test_a_head_sent_again_is_read_as_the_first_time_and_its_body_is_checked_each_time():
-    first = whole_request(POST, LIMIT)
-    again = whole_request(bytes(POST), LIMIT)          # the same bytes in another object, as a new chunk is
-    assert again == first and again[2] is first[2]      # the headers read once: a tuple, which nobody can change
-    assert isinstance(again[2], tuple)
+    wholerequest._known.clear()
+    wholerequest._seen.clear()
+    reads = [whole_request(bytes(POST), LIMIT) for _ in range(4)]   # the same bytes in new objects, as chunks are
+    assert len({(method, target, tuple(headers), body) for method, target, headers, body in reads}) == 1
+    assert [type(read[2]) for read in reads] == [list, list, tuple, tuple]   # remembered the second time it came
+    assert reads[3][2] is reads[2][2]                   # from then on one tuple, which nobody can change
     other_body = POST.replace(b'"K_1"', b'"K_2"')
     assert whole_request(other_body, LIMIT)[3] == b'{"key":"K_2"}'
     assert whole_request(POST[:-1], LIMIT) is None      # the same head, a body short of its length
@@ -149,13 +151,21 @@ def test_a_head_sent_again_is_read_as_the_first_time_and_its_body_is_checked_eac
     assert whole_request(bad, LIMIT) is None and whole_request(bad, LIMIT) is None
 
 
-def test_the_heads_remembered_are_bounded_and_a_long_head_is_not_kept():
-    for n in range(wholerequest.KEPT * 3):
-        chunk = b"GET /a/%d HTTP/1.1\r\nHost: h\r\n\r\n" % n
-        assert whole_request(chunk, LIMIT)[1] == b"/a/%d" % n
+def test_a_head_sent_once_leaves_its_hash_only_and_what_is_remembered_is_bounded():
+    wholerequest._known.clear()
+    wholerequest._seen.clear()
+    for n in range(wholerequest.SEEN * 2):              # a fleet: each head once
+        assert whole_request(b"GET /a/%d HTTP/1.1\r\nHost: h\r\n\r\n" % n, LIMIT)[1] == b"/a/%d" % n
+        assert len(wholerequest._seen) <= wholerequest.SEEN
+    assert wholerequest._known == {}
+    for n in range(wholerequest.KEPT * 3):              # each head twice
+        for _ in range(2):
+            assert whole_request(b"GET /b/%d HTTP/1.1\r\nHost: h\r\n\r\n" % n, LIMIT)[1] == b"/b/%d" % n
         assert len(wholerequest._known) <= wholerequest.KEPT
+    assert wholerequest._known
     wholerequest._known.clear()
     long = b"GET /a HTTP/1.1\r\nX-Long: " + b"v" * wholerequest.KEPT_BELOW + b"\r\n\r\n"
-    assert whole_request(long, LIMIT)[2] == ((b"x-long", b"v" * wholerequest.KEPT_BELOW),)
+    for _ in range(3):
+        assert whole_request(long, LIMIT)[2] == [(b"x-long", b"v" * wholerequest.KEPT_BELOW)]
     assert wholerequest._known == {}
     assert whole_request(long, len(long) - 1) is None   # the limit is checked before anything is remembered
