@@ -451,7 +451,9 @@ def main():
     parser.add_argument("--tracing", action="store_true",
                         help="with --variants: the variants are tracing's (TRACING: off by name, on unsampled, on "
                              "with every span printed) in place of CORS, access log and allocator")
-    parser.add_argument("--out", default="latest", help="name of the result files (default latest: latest.md)")
+    parser.add_argument("--out", default="latest", help="name of the result files (default latest: latest.md); "
+                        "another name that exists is refused unless --force")
+    parser.add_argument("--force", action="store_true", help="replace the result files of --out if they exist")
     parser.add_argument("--floors", action="store_true",
                         help="also load apps that send the mock's own replies fixed, doing none of its work "
                              "(bench/floor_app.py: plain ASGI and Starlette under uvicorn's protocol, plain ASGI "
@@ -462,6 +464,9 @@ def main():
     parser.add_argument("--baseline", metavar="REV", help="also load the mock of this commit (checked out into a "
                         "temporary git worktree, run with this venv), in the same run: before and after")
     args = parser.parse_args()
+    taken = [path for path in (RESULTS / f"{args.out}.md", RESULTS / f"{args.out}.json") if path.exists()]
+    if taken and args.out != "latest" and not args.force:   # a named result is evidence the docs may cite
+        sys.exit(f"{taken[0]} exists: name this run with another --out, or pass --force to replace it")
     if not shutil.which("wrk"):
         sys.exit("wrk is missing: install it with `sudo apt-get install -y wrk` (Debian/Ubuntu)")
     if not MOCK:
