@@ -61,9 +61,9 @@ def whole_request(chunk, limit):
 
 
 def _remember(head, read):
-    """Remember a head read the second time it comes. A head seen once costs its hash kept, not its headers: a
-    fleet of clients that each send a head once (another sandbox, another id) would otherwise keep the headers of
-    the last requests alive for nothing, and that costs more than reading them (docs/performance.md)."""
+    """Remember a head read the second time it comes. A head seen once leaves its hash, not its headers: a fleet
+    of clients that each send a head once (another sandbox, another id) gains nothing by it, and the headers of
+    its last requests would be kept alive for nothing (docs/performance.md)."""
     key = hash(head)
     if key not in _seen:
         if len(_seen) >= SEEN:

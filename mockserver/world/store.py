@@ -93,8 +93,7 @@ class Table:
                 grouped = self.groups[key] = {}   # type: ignore[index]
             grouped[ident] = entry
         entry.table = self.name
-        if self.unique is not None:
-            self.reindex(entry)
+        self.reindex(entry)
         return entry
 
     def reindex(self, entry):
@@ -166,7 +165,7 @@ class Table:
     def name_taken(self, parent, name, exclude=()):
         """Does another record of this parent carry this unique name (see UNIQUE)? `exclude`: an id, or
         ids, that do not count."""
-        held = self.names.get((parent, name.casefold() if self.casefold else name))
+        held = self.names.get(self._name_key(parent, name))
         if not exclude or held is None:        # (most asks: a create, nothing to leave out)
             return held is not None
         exclude = (exclude,) if isinstance(exclude, str) else exclude
