@@ -82,16 +82,9 @@ class Table:
         ident, parent = entry.id, entry.parent
         self.rows[ident] = entry
         self.everywhere.add(ident)
-        siblings = self.children.get(parent)
-        if siblings is None:                   # (not setdefault: its new dict would be made on every add)
-            siblings = self.children[parent] = {}
-        siblings[ident] = entry
+        _put(self.children, parent, ident, entry)
         if self.group is not None:
-            key = parent, self.group(entry)
-            grouped = self.groups.get(key)     # type: ignore[union-attr]  # groups is set whenever group is
-            if grouped is None:
-                grouped = self.groups[key] = {}   # type: ignore[index]
-            grouped[ident] = entry
+            _put(self.groups, (parent, self.group(entry)), ident, entry)
         entry.table = self.name
         self.reindex(entry)
         return entry
@@ -170,6 +163,15 @@ class Table:
             return held is not None
         exclude = (exclude,) if isinstance(exclude, str) else exclude
         return any(ident not in exclude for ident in _ids(held))
+
+
+def _put(index, key, ident, entry):
+    """Add `entry` to the group `key` of an index of groups, the group made when it is the first (not by setdefault,
+    whose new dict would be made on every add)."""
+    group = index.get(key)
+    if group is None:
+        group = index[key] = {}
+    group[ident] = entry
 
 
 def _drop(index, key, ident):
