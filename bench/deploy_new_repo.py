@@ -43,7 +43,7 @@ async def _asgi(server, method, path, body=None, query=b""):
     data = json.dumps(body).encode() if body is not None else b""
     scope = {"type": "http", "http_version": "1.1", "method": method, "scheme": "http", "path": path,
              "raw_path": path.encode(), "query_string": query, "root_path": "",
-             "headers": [(b"authorization", b"Token mock-admin-token"), (b"content-type", b"application/json"),
+             "headers": [(b"host", b"mock"), (b"authorization", b"Token mock-admin-token"), (b"content-type", b"application/json"),
                          (b"content-length", str(len(data)).encode())],
              "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
     replies = []

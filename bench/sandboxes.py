@@ -364,7 +364,7 @@ MIXED = (("GET", f"/application/{APP}/status", True), ("GET", f"/organization/{O
 
 
 def _scope(method, path, auth, mode, body=b"", box="s0"):
-    headers = [(b"authorization", b"Token mock-admin-token")] if auth else []
+    headers = [(b"host", b"mock")] + ([(b"authorization", b"Token mock-admin-token")] if auth else [])
     if body:
         headers += [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if mode.startswith("header"):
@@ -518,7 +518,7 @@ async def _asgi(server, method, path, body=None):
     data = json.dumps(body).encode() if body is not None else b""
     scope = {"type": "http", "http_version": "1.1", "method": method, "scheme": "http", "path": path,
              "raw_path": path.encode(), "query_string": b"", "root_path": "",
-             "headers": [(b"authorization", b"Token mock-admin-token"), (b"content-type", b"application/json"),
+             "headers": [(b"host", b"mock"), (b"authorization", b"Token mock-admin-token"), (b"content-type", b"application/json"),
                          (b"content-length", str(len(data)).encode())],
              "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
     replies = []

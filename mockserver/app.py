@@ -21,10 +21,12 @@ from mockserver.control import home
 from mockserver.control.routes import control_app
 from mockserver.core.errors import ApiError
 from mockserver.core.paths import DOCUMENT_PATHS
+from mockserver.core.yamlbound import SCENARIO_BYTES
 from mockserver.edge import cors, requestid, tracing
 from mockserver.edge.accesslog import access_logger
+from mockserver.edge.bodies import read_asgi
 from mockserver.edge.hosts import HostGuard, host_of
-from mockserver.sandboxes.changelog import read_records
+from mockserver.sandboxes.changelog import LogUnwritable, key_of
 from mockserver.sandboxes.sandbox import DEFAULT, choose
 from mockserver.sandboxes.worlds import Worlds
 from mockserver.world.auth import authenticate
@@ -61,10 +63,12 @@ class MockServer(Worlds):
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
-            host = host_of(scope)
-            if host is not None and not self.hosts.allows(host):   # before anything: a rebound page gets nothing
-                error = self.hosts.refusal(host)
-                await _send(requestid.tagged(scope, send), 403, error.render(), JSON)
+            try:
+                host = host_of(scope)
+                if host is not None and not self.hosts.allows(host):   # before anything: a rebound page gets nothing
+                    raise self.hosts.refusal(host)
+            except ApiError as error:
+                await _send(requestid.tagged(scope, send), error.status, error.render(), JSON)
                 return
         if self.recorder is not None and self.recorder.wants(scope):
             await self.route(scope, receive, send)   # forwarded: the upstream's reply as it is, no CORS of ours
@@ -85,12 +89,16 @@ class MockServer(Worlds):
                 or url[:1] != b"/" or b"%" in url or b"#" in url or not url.isascii()
                 or method != "GET" and self.changelog is not None):
             return None
+        hosts = 0
         for name, value in headers:
             if name == b"host":
+                hosts += 1
                 if not self.hosts.allows(value.decode("latin-1")):
                     return None
             elif name == b"origin":            # CORS: `entry` makes its headers
                 return None
+        if hosts != 1:                         # refused (400) by `__call__`
+            return None
         raw_path, _, query = url.partition(b"?")
         scope = {"type": "http", "method": method, "path": raw_path.decode("ascii"), "raw_path": raw_path,
                  "query_string": query, "headers": headers}
@@ -152,6 +160,36 @@ class MockServer(Worlds):
     async def _control(self, scope, receive, send, name, path):
         if not self.replaying:                     # a change of the log passed the token check once
             self._check_control_token(scope, path)
+        if scope["method"] in READS or path in UNLOGGED:
+            await self._answer_control(scope, receive, send, name, path)
+            return
+        send = self._counted(send)
+        if self.changelog is None or self.replaying:
+            await self._answer_control(scope, receive, send, name, path)
+            return
+        # written to the change log before it is made (sandboxes/changelog.py): its body read first, whole
+        body = await read_asgi(receive, max(self.settings.max_body, SCENARIO_BYTES))
+        kind = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"content-type"), "")
+        record = {"kind": "control", "sandbox": name, "method": scope["method"], "path": path,
+                  "query": scope["query_string"].decode("latin-1"), "type": kind,
+                  "body": base64.b64encode(body).decode()}
+
+        async def apply(key):
+            await self._answer_control(scope, _given(body, receive), send, name, path, key)
+        try:
+            await self.changelog.commit(record, apply)
+        except LogUnwritable as error:
+            raise unwritable(error) from None
+
+    def _counted(self, send):
+        """`send` of a control call that may change state: answered 2xx, it did (the state file is due for a save)."""
+        async def sending(message):
+            if message["type"] == "http.response.start" and 200 <= message["status"] < 300:
+                self.changes += 1
+            await send(message)
+        return sending
+
+    async def _answer_control(self, scope, receive, send, name, path, key=None):
         if path.startswith(GLOBAL_CONTROL):
             box = None
         elif path.startswith("/_mock/ui"):          # the page's files: no sandbox made for them
@@ -160,8 +198,6 @@ class MockServer(Worlds):
             box = self.sandboxes.get_quietly(name)
         else:
             box = self.sandboxes.existing(name)
-        if scope["method"] not in READS and path not in UNLOGGED and not self.replaying:
-            receive, send = self._logged(scope, receive, send, name, path)
         # the control API routes `path`; under /sandbox/{name} the prefix is its root path, so that the URLs it
         # makes (the redirect of a trailing slash) stay in the sandbox
         scope = {**scope, "root_path": scope["path"][:len(scope["path"]) - len(path)], "mock.sandbox": box,
@@ -169,6 +205,9 @@ class MockServer(Worlds):
         changes = scope["method"] not in READS     # a world's kept replies no longer hold (world/replies.py):
         if changes:                                # counted before and after, as the call may await in between
             self.pipeline.epoch += 1
+        rt = box and box.rt
+        if key is not None and rt is not None:     # a change the log keeps draws its new values from its key
+            rt.fake.keyed(key)
         try:
             await _in(box, self.control(scope, receive, requestid.tagged(scope, send)))
         except Exception:                          # answered already (500 with the error body): only logged
@@ -176,65 +215,73 @@ class MockServer(Worlds):
         finally:
             if changes:
                 self.pipeline.epoch += 1
+            if key is not None and rt is not None:
+                rt.fake.unkeyed()
 
-    def _logged(self, scope, receive, send, name, path):
-        """`receive` and `send` of a control call that may change state: its body kept, and, when it answers
-        2xx, the change made durable before the reply leaves (sandboxes/changelog.py)."""
-        body = bytearray()
-
-        async def receiving():
-            message = await receive()
-            if message["type"] == "http.request":
-                body.extend(message.get("body", b""))
-            return message
-
-        async def sending(message):
-            if message["type"] == "http.response.start" and 200 <= message["status"] < 300:
-                kind = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"content-type"), "")
-                await self.changed({"kind": "control", "sandbox": name, "method": scope["method"], "path": path,
-                                    "query": scope["query_string"].decode("latin-1"), "type": kind,
-                                    "body": base64.b64encode(bytes(body)).decode()})
-            await send(message)
-        return receiving, sending
-
-    async def changed(self, change):
-        """A change was made (an API call or a control call): the state file is due for a save, and the change
-        is made durable in its log first, when it keeps one."""
-        self.changes += 1
-        if self.changelog is not None and not self.replaying:
-            await self.changelog.append(change)
-
-    async def api_changed(self, call, now, effects):
-        """An API call changed a world (api/pipeline.py): as `changed`, what the log keeps of it built only when
-        there is a log."""
-        self.changes += 1
-        if self.changelog is not None and not self.replaying:
-            await self.changelog.append(change_of(call, now, effects))
+    async def api_changed(self, call, now, effects, apply):
+        """An API call is about to change a world (api/pipeline.py): the state file is due for a save, and, when it
+        keeps a change log, the change is written there and durable before `apply` makes it (a 503 when it
+        cannot be: then nothing was made)."""
+        if self.changelog is None or self.replaying:
+            result = apply()
+        else:
+            try:
+                result = await self.changelog.commit(change_of(call, now, effects), apply)
+            except LogUnwritable as error:
+                raise unwritable(error) from None
+        self.changes += 1                         # made (a refusal of the handler's raised past this)
+        return result
 
     async def replay_changes(self):
-        """At start: the changes of the log that the state file does not hold, run again in order."""
-        records, cut = read_records(self.settings.state_file, after=self.log_upto)
-        if not records:
+        """At start: the changes of the log that the state file does not hold, run again in order. Damage in the
+        log stops the start (`DamagedLog`), unless --damaged-log skip accepts losing the records in it."""
+        path, reading, self.unreplayed = self.settings.state_file, self.unreplayed, None
+        if reading is None:
             return
-        self.replaying, failed = True, 0
+        if not reading.records:
+            if reading.torn:
+                log.warning("state file %s: its change log ended in a write cut short (%d bytes, never acknowledged)"
+                            ": left out", path, reading.torn)
+            return
+        self.replaying, failed, refused = True, 0, 0
+        changes = [(position, change) for position, change in reading.records if change["kind"] != "probe"]
         try:
-            for change in records:
+            for position, change in changes:
                 try:
-                    if change["kind"] == "api":     # in the sandbox it ran in, which counts the call again
-                        self.pipeline.redo(self.sandboxes.get_replayed(change["sandbox"], change["now"]).rt, change)
-                    else:
-                        await self._redo_control(change)
+                    refused += await self._redo(change, key_of(position))
                 except Exception:               # the rest still runs; the log says which one failed
                     failed += 1
                     log.exception("change log: a change could not be run again: %s", change.get("path"))
         finally:
             self.replaying = False
         self.changes += 1                          # the next save holds them, and the log is cut back
-        log.warning("state file %s: %d change(s) made after its last save run again from its change log%s%s",
-                    self.settings.state_file, len(records), f"; {failed} failed" if failed else "",
-                    f"; {cut} record(s) cut short by the stop left out (never acknowledged)" if cut else "")
+        if self.changelog is None:                 # (with a log, the next save holds up to where it begins)
+            self.log_upto = (reading.records[-1][0][0] + 1, 0)
+        log.warning("state file %s: %d change(s) made after its last save run again from its change log%s%s%s",
+                    path, len(changes), f"; {refused} refused again, as they were then" if refused else "",
+                    f"; {failed} failed" if failed else "",
+                    f"; a write cut short by the stop left out ({reading.torn} bytes, never acknowledged)"
+                    if reading.torn else "")
 
-    async def _redo_control(self, change):
+    async def _redo(self, change, key):
+        """Run one change of the log again (`key`: its place in the log): 1 when it was refused (as it was the
+        first time), else 0."""
+        kind = change["kind"]
+        if kind == "api":                       # in the sandbox it ran in, which counts the call again
+            try:
+                self.pipeline.redo(self.sandboxes.get_replayed(change["sandbox"], change["now"]).rt, change, key)
+            except ApiError:
+                return 1
+        elif kind == "control":
+            await self._redo_control(change, key)
+        elif kind == "attempt":
+            box = self.sandboxes.live.get(change["sandbox"])
+            if box is not None:
+                box.rt.lifecycle.pump(change["now"])
+                box.rt.webhooks.replay_attempt(change["delivery"], change["attempt"], change["given_up"])
+        return 0
+
+    async def _redo_control(self, change, key):
         body = base64.b64decode(change["body"])
         scope = {"type": "http", "method": change["method"], "path": change["path"], "root_path": "",
                  "raw_path": change["path"].encode(), "query_string": change["query"].encode("latin-1"),
@@ -246,7 +293,7 @@ class MockServer(Worlds):
 
         async def send(message):
             pass
-        await self._control(scope, receive, send, change["sandbox"], change["path"])
+        await self._answer_control(scope, receive, send, change["sandbox"], change["path"], key)
 
     def _check_control_token(self, scope, path):
         token = self.settings.control_token
@@ -324,8 +371,7 @@ class MockServer(Worlds):
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                if self.changelog is not None:
-                    await self.replay_changes()        # before the first request: the world as acknowledged
+                await self.replay_changes()            # before the first request: the world as acknowledged
                 upkeep = asyncio.create_task(self.keep_up())
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
@@ -334,6 +380,22 @@ class MockServer(Worlds):
                 await self.stop()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+def unwritable(error):
+    """The reply to a change the change log could not take: nothing was made."""
+    return ApiError(503, f"the change was not made: the state file's change log {error.file} cannot be written "
+                         f"({error.cause}); reads go on, and changes are taken again once it can be written "
+                         "(GET /_mock/health says how it goes)", headers={"Retry-After": "5"})
+
+
+def _given(body, receive):
+    """`receive` of a request whose body was read already: the body, then what the connection says next."""
+    given = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receiving():
+        return given.pop() if given else await receive()
+    return receiving
 
 
 async def _in(box, answer):

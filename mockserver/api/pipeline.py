@@ -135,7 +135,8 @@ class Pipeline:
 
     def __init__(self, settings, spec, access_log=None):
         self.settings, self.spec, self.access_log = settings, spec, access_log
-        self.changed = None                    # async (call, now, effects) -> None: every change, before its reply
+        self.changed = None                    # async (call, now, effects, apply) -> apply(): a change is made
+        #                                        through it (app.py: logged and durable first, with a state file)
         self.epoch = 0                         # control calls that may have changed a world (world/replies.py)
         self.kept = KEPT                       # operations whose replies a world keeps rendered (none when tracing)
         self.violations = []                   # self-check: replies that do not match the document (the newest)
@@ -266,15 +267,22 @@ class Pipeline:
                 return kept
         ctx = Context(rt, org=call.token.organization, token=call.token, params=params, query=values, body=call.body,
                       now=now, call_id=call.call_id, effects=effects)
-        if call.method not in READS:            # the world may change now: what it kept no longer holds
-            rt.generation += 1
-        result = self.handlers[operation.operation_id](ctx)
-        if not ctx.keep:
-            call.kept = None
-        if self.changed is not None and call.method not in READS:   # durable before its reply (sandboxes/changelog)
-            await self.changed(call, now, effects)
+        if call.method in READS or self.changed is None:
+            result = self._handle(rt, call, ctx)
+        else:                                   # logged and durable first, then made (sandboxes/changelog.py)
+            result = await self.changed(call, now, effects, lambda key=None: self._handle(rt, call, ctx, key))
         if scenarios and call.rule is None:     # commit, then fail: the change stands, the rule replaces the reply
             await _scenario_step(rt, call, params, now, AFTER_HANDLER)
+        return result
+
+    def _handle(self, rt, call, ctx, key=None):
+        """The handler of the call's operation, run over the world (`key`: of a change the change log keeps, which
+        draws its new ids from it)."""
+        if call.method not in READS:            # the world may change now: what it kept no longer holds
+            rt.generation += 1
+        result = keyed(rt, key, self.handlers[call.operation.operation_id], ctx)
+        if not ctx.keep:
+            call.kept = None
         return result
 
     def trace(self, tracer):
@@ -286,20 +294,20 @@ class Pipeline:
         self.handlers = tracer.handling(HANDLERS)
         self.record = tracer.recording(ApiCall.journal)
 
-    def redo(self, rt, change):
+    def redo(self, rt, change, key=None):
         """Run a change of the change log again (sandboxes/changelog.py): the handler of its operation, at the
         time it ran, with the caller and the scenario effects it had (no authentication, rate limit or rules:
         it passed them once)."""
         operation, params, _ = self.spec.resolve(change["method"], change["path"])
-        rt.lifecycle.pump(change["now"])
-        rt.webhooks.pump(change["now"])
+        rt.lifecycle.pump(change["now"])        # webhook attempts are not made here: the log says how they went
         values, _ = operation.check_query(change["query"])
         who = change["token"]
         token = Token(name=who["name"], value="", organization=who["organization"], scopes=who["scopes"])
         ctx = Context(rt, org=token.organization, token=token, params=params, query=values, body=change["body"],
                       now=change["now"], call_id=change["call_id"], effects=change["effects"] or {})
         rt.generation += 1
-        HANDLERS[operation.operation_id](ctx)
+        rt.journal.next_id = max(rt.journal.next_id, change["call_id"] + 1)   # later calls get ids of their own
+        keyed(rt, key, HANDLERS[operation.operation_id], ctx)
 
     @staticmethod
     def validate(call, errors, raw):
@@ -340,6 +348,17 @@ class Pipeline:
         self.violations += found
         self.violation_count += len(found)
         del self.violations[:-KEPT_VIOLATIONS]
+
+
+def keyed(rt, key, handler, ctx):
+    """Run a handler; with `key`, its world draws new values from the stream of that key (world/fake.py)."""
+    if key is None:
+        return handler(ctx)
+    rt.fake.keyed(key)
+    try:
+        return handler(ctx)
+    finally:
+        rt.fake.unkeyed()
 
 
 async def _scenario_step(rt, call, params, now, phase):

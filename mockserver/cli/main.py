@@ -255,6 +255,11 @@ OPTIONS = (
            "far each change is written before its reply: fsync (default: on disk; neither a kill -9 nor a crash of "
            "the machine loses it), write (with the kernel: a kill -9 loses nothing), off (only the periodic save: "
            "a kill -9 loses up to the save interval)", "fsync|write|off"),
+    Option("--damaged-log", ("MOCKSERVER_DAMAGED_LOG",), one_of("stop", "skip"), "with --state-file, what a "
+           "change log damaged in its middle (a changed or lost byte, not a write cut short by a stop) does at start: "
+           "stop (default: the start stops, naming the file and the record) or skip (the records in the damaged "
+           "bytes are left out, each named in the log, and the damaged segments copied to FILE.damaged)",
+           "stop|skip"),
     Option("--max-snapshots", ("MOCKSERVER_MAX_SNAPSHOTS",), positive(whole), "snapshots that may exist at "
            "once; one more is refused (default 200)", "N"),
     Option("--header-timeout", ("MOCKSERVER_HEADER_TIMEOUT",), positive(number), "seconds a request's line "

@@ -217,7 +217,11 @@ def make_true(server, rt, state, params):
         return absent(server, rt, found["noun"], ident, params.get("delete"))
     done = present(server, rt, found["noun"], ident, params)
     if found["rest"] != "exists":
-        done += drive(server, rt, found["noun"], ident, params.get("state"), params.get("acted") is True)
+        target = params.get("state")
+        if not isinstance(target, str):
+            raise ApiError(400, f"params.state: the state the {found['noun']} is to be in (a string such as DEPLOYED) "
+                                "is required")
+        done += drive(server, rt, found["noun"], ident, target, params.get("acted") is True)
     return done
 
 
@@ -274,8 +278,14 @@ def replay(server, rt, call, pin=None, effects=None):
         operation, values = server.spec.match(method, path)
     except ApiError as error:
         raise ApiError(400, f"state step {method} {path[:200]}: {error.message}") from None
-    query, errors = operation.check_query({k: str(v) for k, v in (call.get("query") or {}).items()})
+    sent_query = call.get("query") or {}
+    if not isinstance(sent_query, dict):
+        raise ApiError(400, f"state step {method} {path[:200]}: query must be an object of parameters")
+    query, errors = operation.check_query({k: str(v) for k, v in sent_query.items()})
     body = call.get("body")
+    if body is None and operation.body_required:
+        raise ApiError(400, f"state step {method} {path[:200]}: {operation.operation_id} needs a body (the call's "
+                            "body)")
     if errors or (body is not None and operation.body is not None and operation.body.errors(body, "body")):
         raise ApiError(400, f"state step {method} {path[:200]}: the query or body is not valid for "
                             f"{operation.operation_id}")

@@ -125,8 +125,11 @@ async def health(request):
     if mock.saver is not None:
         body["state_file"] = mock.saver.describe()
         body["state_file"]["changes"] = mock.changelog.describe() if mock.changelog else PROMISES["off"]
-        if body["state_file"]["failing"]:
-            body["status"] = "degraded"              # still serving: the saves are what fails
+        problems = [problem for problem in (mock.saver.problem(), mock.changelog and mock.changelog.problem())
+                    if problem]
+        if problems:                                 # still serving: the saves, or changes, are what fails
+            body["status"] = "degraded"
+            body["problems"] = problems
     return reply(body)
 
 
@@ -406,10 +409,18 @@ async def tokens(request):
     body = await json_body(request)
     rt = world(request)
     scopes, org, ttl = token_request(rt, body)
-    name = str(body.get("name") or f"minted-{len(rt.tokens) + 1}")
+    unknown = set(body) - {"name", "kind", "scopes", "organization", "ttl_seconds"}
+    if unknown:
+        raise ApiError(400, f"unknown field(s) {', '.join(sorted(unknown))}; use name, kind, scopes, organization, "
+                            "ttl_seconds")
+    name = body.get("name") or f"minted-{len(rt.tokens) + 1}"
+    if not isinstance(name, str) or len(name) > 200:
+        raise ApiError(400, "body.name: a string of at most 200 characters (the token's name)")
     now = rt.clock.now()
     expires = now + ttl if ttl else None
     kind = body.get("kind", "token")
+    if kind not in ("token", "jwt"):
+        raise ApiError(400, f"body.kind: {str(kind)[:40]!r} is not one of token, jwt")
     if kind == "jwt":
         expires = expires or now + 3600
         value = mint_jwt(server(request).settings.jwt_secret,

@@ -11,7 +11,9 @@ requests whose `Host` is:
   it; `*` alone turns the check off), and the address the server is bound to.
 
 Anything else (a name with a dot that was not listed) is a 403 in the error body, for every route: the
-API, the control API, the inspector and the documents. A request without `Host` (HTTP/1.0) is answered.
+API, the control API, the inspector and the documents. An HTTP/1.1 request must carry exactly one `Host`
+(RFC 9112, 3.2): without one, or with two, it is a 400; an HTTP/1.0 request without one is answered. A target
+in absolute form (`GET http://name/path`) names its host itself, and that name is judged as a `Host` would be.
 """
 
 import ipaddress
@@ -75,8 +77,14 @@ class HostGuard:
 
 
 def host_of(scope):
-    """The `Host` header of an ASGI request (decoded), or None."""
-    for key, value in scope["headers"]:
-        if key == b"host":
-            return value.decode("latin-1")
-    return None
+    """The host an ASGI request names (decoded): its absolute-form target's authority, else its `Host`; None when it
+    names none. ApiError(400) for an HTTP/1.1 request without `Host` or with more than one."""
+    hosts = [value for key, value in scope["headers"] if key == b"host"]
+    if len(hosts) > 1:
+        raise ApiError(400, f"the request carries {len(hosts)} Host headers: send exactly one")
+    if not hosts and scope.get("http_version", "1.1") not in ("1.0", "0.9"):
+        raise ApiError(400, f"an HTTP/{scope.get('http_version', '1.1')} request must carry a Host header")
+    raw = scope.get("raw_path") or b""
+    if raw[:7].lower() == b"http://" or raw[:8].lower() == b"https://":
+        return raw.split(b"/", 3)[2].decode("latin-1")
+    return hosts[0].decode("latin-1") if hosts else None

@@ -37,6 +37,9 @@ The common case, a chunk that is exactly one plain request, skips even the parse
 step (process/wholerequest.py) and offered as it is; any other chunk goes to the parser. A request whose body
 goes on in a later chunk, or that the app declines (offered once, whichever way it was read), goes through
 uvicorn's cycle and the app as before, started in the same callback that would have started it without this.
+At most one request of a chunk is answered at once: the others a pipelining client sent with it go through ASGI,
+a task each, as they would without this, so that a burst on one connection takes turns with the other
+connections instead of being answered whole inside one callback.
 
 Replies written here are the spec's error body with `Connection: close`. After one, the
 connection reads and discards what the client still sends for a moment (at most LINGER seconds
@@ -100,7 +103,7 @@ class Guard:
 
     __slots__ = ("deadline", "expired", "in_head", "head_bytes", "fed", "now", "waiting_since", "answered",
                  "refusal", "discarded", "write_deadline", "write_pending", "dropped", "running", "idle_until",
-                 "held", "declined")
+                 "held", "declined", "spent")
 
     def __init__(self, now):
         self.deadline = None     # when the header or body timeout in force runs out (loop time)
@@ -121,6 +124,9 @@ class Guard:
         self.held = None             # the body so far of a request offered to the app's `direct` (only while a
                                      # chunk is parsed: see GuardedProtocol._may_direct)
         self.declined = False        # the app's `direct` declined the request of the chunk being parsed
+        self.spent = False           # a request of the chunk being parsed was answered at once: the others of
+                                     # it go through ASGI, a task each, so that a pipelined burst takes its turns
+                                     # with other connections' requests (see GuardedProtocol._may_direct)
 
 
 class _AtOnce:
@@ -217,6 +223,7 @@ class GuardedProtocol(HttpToolsProtocol):
         guard.idle_until = None                  # not idle: the keep-alive timeout stops
         guard.now = self.loop.time()
         guard.fed = len(data)
+        guard.spent = False
         if guard.in_head:
             if not guard.head_bytes and self.direct is not None and self._free():   # a request may begin here
                 request = whole_request(data, self.limits.max_header_size)
@@ -292,7 +299,7 @@ class GuardedProtocol(HttpToolsProtocol):
         through ASGI at once with what came of its body (`data_received`): a request never waits for more bytes
         than it would through ASGI, and a held body is never larger than one chunk."""
         parser = self.parser
-        return (parser.get_method() in DIRECT_METHODS and parser.should_keep_alive()
+        return (not self.guard.spent and parser.get_method() in DIRECT_METHODS and parser.should_keep_alive()
                 and parser.get_http_version() == "1.1" and not parser.should_upgrade() and not self.expect_100_continue
                 and self._free())
 
@@ -317,6 +324,7 @@ class GuardedProtocol(HttpToolsProtocol):
         # visible ASCII
         status, headers, payload = answer
         self.cycle = AT_ONCE
+        self.guard.spent = True
         lines = b"\r\n".join(map(b": ".join, [*self.server_state.default_headers, *headers]))
         head = b"".join((STATUS_LINE[status], lines, b"\r\n\r\n" if lines else b"\r\n"))
         if len(payload) < JOIN_BELOW:

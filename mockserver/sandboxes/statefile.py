@@ -29,6 +29,7 @@ one line in the log and `final_error`, never a traceback; `--fresh` keeps the wo
 """
 
 import ctypes
+import fcntl
 import glob
 import hashlib
 import hmac
@@ -41,11 +42,12 @@ import time
 
 from mockserver.core.errors import StartupError
 from mockserver.core.version import __version__
+from mockserver.sandboxes.logfile import drop_before
 from mockserver.world.frozen import dumps, loads
 
 log = logging.getLogger("mockserver")
 MAGIC = b"IDP-MOCKSERVER-STATE\n"
-VERSION = 5                                # 5: journaled calls keep a trace id (4: modules moved into groups)
+VERSION = 6                                # 6: the change log's position (5: journaled calls keep a trace id)
 READS = (VERSION,)                         # a state file of an earlier format is refused in one line
 HEADER = struct.Struct(">I16s32sQ")        # format version, mockserver version, HMAC-SHA256, payload length
 SIGNED = struct.Struct(">I16sQ")           # what of the header the code covers (with the magic and payload)
@@ -103,6 +105,32 @@ def _new_key(where):
 
 def _code(key, version, writer, payload):
     return hmac.new(key, MAGIC + SIGNED.pack(version, writer, len(payload)) + payload, hashlib.sha256).digest()
+
+
+class StateFileInUse(StartupError):
+    """Another server holds the state file: two servers writing one file would lose each other's changes."""
+
+
+def hold(path):
+    """Take the state file's lock, PATH.lock (an exclusive flock, which the system lets go of when the process
+    ends, however it ends), for as long as the returned descriptor stays open; the lock file says whose it is.
+    StateFileInUse, naming the holder's pid, when another process holds it."""
+    where = f"{path}.lock"
+    try:
+        descriptor = os.open(where, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), PRIVATE)
+    except OSError as error:
+        raise StateFolderError(path, f"its lock file {where} cannot be made ({error.strerror or error})") from None
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.pread(descriptor, 200, 0).decode("utf-8", "replace").strip() or "a process"
+        os.close(descriptor)
+        raise StateFileInUse(f"state file {path} is in use by another mockserver ({holder}, lock {where}): two "
+                             "servers on one state file lose each other's changes; stop that one, or give this one "
+                             "another --state-file") from None
+    os.ftruncate(descriptor, 0)
+    os.pwrite(descriptor, f"pid {os.getpid()}".encode(), 0)
+    return descriptor
 
 
 class StateFolderError(StartupError):
@@ -269,8 +297,8 @@ def set_aside(path):
 
 
 def restore(server, path):
-    """Put the file's sandboxes and snapshots into the server; False when there is no file. The last segment
-    of the change log the file holds becomes `server.log_upto` (changelog.py)."""
+    """Put the file's sandboxes and snapshots into the server; False when there is no file. The position in the
+    change log up to which the file holds the changes becomes `server.log_upto` (changelog.py)."""
     if not os.path.exists(path):
         return False
     try:
@@ -287,10 +315,11 @@ def restore(server, path):
         box.last_used = now                  # the time the server was down does not count as idle
         if not box.asleep:                   # saved by a server that traced or not: this one's tracer (or None)
             box.rt.tracer = server.shared.tracer
+            box.rt.keeper = server.shared.keeper
         server.sandboxes.live[box.name] = box
     server.sandboxes.get_quietly("default")
     server.snapshots = {snap.name: snap for snap in state["snapshots"]}
-    server.log_upto = state.get("log_upto", 0)
+    server.log_upto = tuple(state["log_upto"])
     return True
 
 
@@ -323,7 +352,7 @@ class Saver:
         if self.server.changes == self.saved_changes or self.clock() - self.last < self.interval:
             return
         self.last = self.clock()
-        log_upto = self._rotate()
+        log_upto = self._held()
         parent = os.getpid()
         read, write = os.pipe()
         try:
@@ -339,11 +368,14 @@ class Saver:
         os.close(write)
         self.child = (pid, read, self.server.changes, log_upto)
 
-    def _rotate(self):
-        """The change log moves on to a new segment: the save about to be made holds every segment before."""
+    def _held(self):
+        """The position in the change log up to which the save about to be made holds the changes (every change
+        made so far: changelog.py), noted in the server; the log asked to move on to a new segment, so that the
+        segments before can go once the save is written."""
         log = self.server.changelog
         if log is not None:
-            self.server.log_upto = log.rotate()
+            self.server.log_upto = log.applied
+            log.rotate()
         return self.server.log_upto
 
     def _reaped(self, status):
@@ -361,8 +393,8 @@ class Saver:
         self._failed(said)
 
     def _saved(self, changes, log_upto):
-        if self.server.changelog is not None:           # the save holds them: the log keeps only what came after
-            self.server.changelog.drop_through(log_upto)
+        keep = self.server.changelog.segment if self.server.changelog is not None else None
+        drop_before(self.path, log_upto[0], keep)    # the save holds them: the log keeps only what came after
         if self.failures:
             log.warning("state file %s: saved again, after %d failed save(s)", self.path, self.failures)
         self.saved_changes = changes
@@ -381,7 +413,7 @@ class Saver:
         if self.child is not None:
             _, status = os.waitpid(self.child[0], 0)
             self._reaped(status)
-        log_upto = self._rotate()
+        log_upto = self._held()
         try:
             save(self.path, encode(self.server))
         except Exception as error:           # one clear line, never a traceback at the stop
@@ -391,6 +423,13 @@ class Saver:
             return False
         self._saved(self.server.changes, log_upto)
         return True
+
+    def problem(self):
+        """Why saving fails now, in one line, or None."""
+        if not self.failures:
+            return None
+        return (f"the state file {self.path} could not be saved ({self.last_error[1]}), {self.failures} time(s) in a "
+                f"row; tried again every {self.interval:g} s")
 
     def describe(self):
         """How saving goes, for /_mock/health: `degraded` while the last save failed."""

@@ -35,6 +35,7 @@ class Worlds:
         self.settings = settings or Settings()
         self.spec = spec or Spec.load()
         self.shared = Shared(self.settings, self.spec, tracer)     # `tracer`: edge/tracing.py's, lent to every world
+        self.shared.keeper = self            # its worlds tell it of webhook attempts (Keeper)
         self.fixtures = read_fixtures(self.settings.fixtures, self.spec)
         self.started = time.time()
         # The world every sandbox starts from, built once through the handlers and then only copied.
@@ -55,28 +56,57 @@ class Worlds:
         self.collector = None                  # the process's collector policy (process/collector.py), set by `serve`
         self.saver = None
         self.changelog = None                  # with a state file: the changes since its last save (changelog.py)
-        self.log_upto = 0                      # the last segment of the change log the state file holds
+        self.log_upto = (0, 0)                 # the position in the change log up to which the state file holds
+        self.unreplayed = None                 # what the change log holds after it, read at start (logfile.py)
+        self.lock = None                       # the state file's lock, held while the server runs (statefile.py)
         self.replaying = False
         self.loaded = {"from": "fixtures", "fixtures": str(self.settings.fixtures)}   # what the start line says
         if self.settings.state_file:
             self._open_state_file(self.settings.state_file)
 
     def _open_state_file(self, path):
-        """The state file's folder checked (a problem stops the start), then its world restored, unless
-        `fresh` asks for the fixtures' (the file is then kept aside as PATH.previous)."""
+        """The state file's folder checked and its lock taken (a problem, or another server holding it, stops the
+        start), then its world restored and its change log read (damage in it stops the start: logfile.py),
+        unless `fresh` asks for the fixtures' (the file is then kept aside as PATH.previous)."""
         from mockserver.sandboxes.changelog import ChangeLog, drop_segments
-        from mockserver.sandboxes.statefile import Saver, prepare, restore, set_aside
+        from mockserver.sandboxes.logfile import check_damage, read_log
+        from mockserver.sandboxes.statefile import Saver, hold, prepare, restore, set_aside
         prepare(path)
-        if self.settings.fresh:
-            self.loaded["set_aside"] = set_aside(path)
-            drop_segments(path)
-        elif restore(self, path):
-            self.loaded = {"from": "state file", "state_file": path, "fixtures": str(self.settings.fixtures),
-                           "saved_at": os.stat(path).st_mtime, "sandboxes": len(self.sandboxes),
-                           "snapshots": len(self.snapshots)}
+        self.lock = hold(path)
+        try:
+            if self.settings.fresh:
+                self.loaded["set_aside"] = set_aside(path)
+                drop_segments(path)
+            elif restore(self, path):
+                self.loaded = {"from": "state file", "state_file": path, "fixtures": str(self.settings.fixtures),
+                               "saved_at": os.stat(path).st_mtime, "sandboxes": len(self.sandboxes),
+                               "snapshots": len(self.snapshots)}
+            self.unreplayed = read_log(path, after=self.log_upto)
+            if self.unreplayed.damage:
+                check_damage(path, self.unreplayed.damage, self.settings.damaged_log)
+        except BaseException:
+            self.release()
+            raise
         if self.settings.durability != "off":
             self.changelog = ChangeLog(path, self.settings.durability)
         self.saver = Saver(self, path, self.settings.save_interval)
+
+    def release(self):
+        """Let go of the state file's lock (at the stop): another server may take the file."""
+        if self.lock is not None:
+            os.close(self.lock)
+            self.lock = None
+
+    def attempted(self, webhooks, delivery, attempt, given_up):
+        """A webhook attempt ended (world/webhooks.py): noted in the change log, so that a restart does not make it
+        again."""
+        if self.changelog is None or self.replaying:
+            return
+        name = next((box.name for box in self.sandboxes.awake() if box.rt.webhooks is webhooks), None)
+        if name is not None:
+            self.changes += 1
+            self.changelog.note({"kind": "attempt", "sandbox": name, "now": webhooks.rt.clock.now(),
+                                 "delivery": delivery["id"], "attempt": attempt, "given_up": given_up})
 
     # ------------------------------------------------------------ worlds
     def build(self, settings, clock, fixtures):
@@ -88,6 +118,7 @@ class Worlds:
                 log.warning("%s", warning)
         world = fresh_world(settings, clock, fixtures, scenarios, self.shared.budget)
         world.tracer = self.shared.tracer
+        world.keeper = self.shared.keeper
         return world
 
     def make_sandbox(self, name, options, fixtures=None):
@@ -204,6 +235,8 @@ class Worlds:
                 self.shared.budget.trims = self.sandboxes.slept = 0
                 self.collector.release()
             self.collector.tick()
+        if self.changelog is not None:
+            self.changelog.probe()              # a log that could not be written: tried again, once a second
         if self.saver is not None:
             try:
                 self.saver.tick()
@@ -216,6 +249,9 @@ class Worlds:
             await box.rt.webhooks.close()
         if self.saver is not None:
             self.saver.final()
+        if self.changelog is not None:
+            self.changelog.close()
+        self.release()
 
 
 def _own(rt, name):

@@ -79,12 +79,19 @@ def _tfvars(seed, repository):
 
 
 class Fake:
+    """The world's values nobody sent: new ids, passwords, names. They come from the world's own sequence, or,
+    while a change that the server's change log keeps is made (`keyed`), from a stream of that change's own,
+    derived from the seed and the change's key (its place in the log): a change run again from the log draws what
+    it drew the first time, whatever changes before it did (or were left out as damaged)."""
+
     def __init__(self, seed):
         self.seed = seed
         self.rng = random.Random(seed)
         self._pinned = None
         self._faker_seed = None                 # a named sandbox's own sequence starts from this seed
         self._faker_state = None                # the sequence's position once drawn from (packed)
+        self._name = str(seed)                  # what tells this world's streams from another's
+        self._stream: list | None = None        # [key, draws so far] of the change being made, or None
 
     def reseed(self, key):
         """Another reproducible sequence for a copy of this world (a sandbox named `key`), so that
@@ -92,11 +99,30 @@ class Fake:
         self.rng = random.Random(f"{self.seed}:{key}")
         self._faker_seed = f"{self.seed}:{key}:faker"
         self._faker_state = None
+        self._name = f"{self.seed}:{key}"
+
+    def keyed(self, key):
+        """Draw from the stream of the change `key` until `unkeyed` (see the class)."""
+        self._stream = [key, 0]
+
+    def unkeyed(self):
+        self._stream = None
+
+    def _streamed(self):
+        """The next 16 bytes of the change's stream, as an int."""
+        stream = self._stream
+        assert stream is not None
+        key, drawn = stream
+        stream[1] += 1
+        return int.from_bytes(hashlib.blake2b(f"{self._name}/{key}/{drawn}".encode(), digest_size=16).digest(), "big")
 
     def _draw(self, how):
         """One value from this world's own sequence (people, passwords, backup suffixes), drawn with the
-        shared Faker set to the sequence's position, which is kept afterwards."""
+        shared Faker set to the sequence's position, which is kept afterwards (or to the change's stream)."""
         faker = shared_faker()
+        if self._stream is not None:
+            faker.seed_instance(self._streamed())
+            return how(faker)
         faker.seed_instance(self.seed)
         if self._faker_state is not None:
             version, words, gauss = self._faker_state
@@ -112,7 +138,8 @@ class Fake:
         if self._pinned is not None:
             ident, self._pinned = self._pinned, None
             return ident
-        bits = (self.rng.getrandbits(128) & VERSION_MASK) | VERSION_4     # as uuid.UUID(int=..., version=4)
+        drawn = self.rng.getrandbits(128) if self._stream is None else self._streamed()
+        bits = (drawn & VERSION_MASK) | VERSION_4                          # as uuid.UUID(int=..., version=4)
         text = f"{bits:032x}"
         return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 

@@ -29,6 +29,7 @@ class Shared:
     def __init__(self, settings, spec, tracer=None):
         self.budget = Budget(settings.journal_memory)    # the journals' memory, shared by every world
         self.tracer = tracer                    # the server's tracer (edge/tracing.py) its worlds hold, or None
+        self.keeper = None                      # what its worlds tell of webhook attempts (world/webhooks.Keeper)
         self.by_key = {"settings": settings, "spec": spec, "journal budget": self.budget, "shared": self}
         if tracer is not None:
             self.by_key["tracer"] = tracer
@@ -143,6 +144,7 @@ def thaw(data, shared):
     """An independent runtime from `freeze`'s bytes (then `shared.settle()`: see Shared)."""
     rt = loads(data, shared)
     rt.tracer = shared.tracer                   # saved by a server that did not trace, read by one that does
+    rt.keeper = shared.keeper
     shared.settle()
     return rt
 

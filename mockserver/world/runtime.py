@@ -19,7 +19,7 @@ from mockserver.world.lifecycle import Lifecycle
 from mockserver.world.ratelimit import RateLimiter
 from mockserver.world.replies import Replies
 from mockserver.world.store import Store
-from mockserver.world.webhooks import AttemptTracer, Webhooks
+from mockserver.world.webhooks import AttemptTracer, Keeper, Webhooks
 
 
 class Context:
@@ -68,11 +68,12 @@ class Runtime:
         self.default_org: str | None = None
         self.reserved_ids: frozenset[str] = frozenset()   # ids fixtures being loaded give their records
         self.tracer: AttemptTracer | None = None   # the server's tracer (edge/tracing.py), lent like its settings
+        self.keeper: Keeper | None = None      # told of each webhook attempt that ended (the server's), lent too
         self.generation = 0                    # counts what may have changed the world (world/replies.py)
         self.replies = Replies()               # replies kept rendered while it stays the same (never saved)
 
     def __getstate__(self):
-        return {name: value for name, value in self.__dict__.items() if name != "replies"}
+        return {name: value for name, value in self.__dict__.items() if name not in ("replies", "keeper")}
 
     def __setstate__(self, state):
         """A copied or restored world: attributes set one by one (they stay in the object's compact
@@ -83,6 +84,7 @@ class Runtime:
         self.deployments.rt = weakref.proxy(self)
         self.generation = state.get("generation", 0)
         self.replies = Replies()
+        self.keeper = None
 
     def close(self):
         """The world is retired (deleted, expired, reset, replaced or restored over)."""

@@ -288,6 +288,18 @@ class AttemptTracer(Protocol):
         """The attempt's outcome noted on its span, which ends."""
 
 
+class Keeper(Protocol):
+    """What a world's webhooks ask of the server that keeps it (sandboxes/worlds.py `Worlds`), lent like the tracer:
+    the server keeps a log of changes, and runs it again after a restart."""
+
+    replaying: bool
+    """True while the server runs its change log again: no attempt is made meanwhile."""
+
+    def attempted(self, webhooks: "Webhooks", delivery: dict, attempt: dict, given_up: bool) -> None:
+        """An attempt ended (`given_up`: the delivery failed without one): kept, so that a restart does not make it
+        again."""
+
+
 class Lane:
     """One target's attempts: those waiting, those in flight, and how many workers make them."""
 
@@ -376,8 +388,12 @@ class Webhooks:
 
     # ------------------------------------------------------------ attempts
     def pump(self, now):
-        """Hand every attempt that fell due to its target's lane (cheap when none did)."""
+        """Hand every attempt that fell due to its target's lane (cheap when none did); none while the server runs
+        its change log again (the log says how the attempts made before the restart went)."""
         if not self.pending or self.pending[0][0] > now:
+            return
+        keeper = self.rt.keeper
+        if keeper is not None and keeper.replaying:
             return
         while self.pending and self.pending[0][0] <= now:
             _, _, delivery, secret = heapq.heappop(self.pending)
@@ -420,8 +436,33 @@ class Webhooks:
         """FAILED without an attempt (none could help), the reason recorded where an attempt's error would be."""
         attempt = self._start(delivery)
         attempt.update(status_code=None, error=error, duration_ms=0.0)
+        self._end(delivery, attempt)
+        self._told(delivery, attempt, True)
+
+    @staticmethod
+    def _end(delivery, attempt):
         delivery["attempts"].append(attempt)
         delivery.update(status="FAILED", next_attempt_at=None)
+
+    def _told(self, delivery, attempt, given_up):
+        """The server is told of an attempt that ended (`rt.keeper`: it logs it, so that a restart does not make it
+        again)."""
+        keeper = self.rt.keeper
+        if keeper is not None:
+            keeper.attempted(self, delivery, attempt, given_up)
+
+    def replay_attempt(self, delivery_id, attempt, given_up):
+        """An attempt that ended before a restart, read back from the server's change log: the delivery waiting
+        for it takes its outcome instead of being attempted again."""
+        index = next((i for i, item in enumerate(self.pending) if item[2]["id"] == delivery_id), None)
+        if index is None:
+            return
+        _, _, delivery, secret = self.pending.pop(index)
+        heapq.heapify(self.pending)
+        if given_up:
+            self._end(delivery, attempt)
+        else:
+            self._finish(delivery, secret, attempt, replayed=True)
 
     def _allow_link_local(self):
         return self.rt.settings.webhook_allow_link_local
@@ -487,7 +528,9 @@ class Webhooks:
             tracer.attempted(span, attempt)
         return attempt
 
-    def _finish(self, delivery, secret, attempt):
+    def _finish(self, delivery, secret, attempt, replayed=False):
+        if not replayed:
+            self._told(delivery, attempt, False)
         delivery["attempts"].append(attempt)
         code = attempt["status_code"]
         delivery["next_attempt_at"] = None

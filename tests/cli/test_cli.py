@@ -272,6 +272,7 @@ SAMPLES = {
     "--webhook-allow-link-local": ("yes", lambda s: s.webhook_allow_link_local is True),
     "--allowed-hosts": ("mock.test,api.mock.test", lambda s: s.allowed_hosts == ["mock.test", "api.mock.test"]),
     "--durability": ("write", lambda s: s.durability == "write"),
+    "--damaged-log": ("skip", lambda s: s.damaged_log == "skip"),
     "--upstream-max-body": ("2MiB", lambda s: s.upstream_max_body == 2 * 1024 * 1024),
     "--replica-name": ("r2", lambda s: s.replica_name == "r2"),
     "--state-file": ("/tmp/state.bin", lambda s: s.state_file == "/tmp/state.bin"),

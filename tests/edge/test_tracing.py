@@ -199,10 +199,12 @@ def test_a_state_file_is_read_back_whether_the_server_that_saved_it_traced_or_no
     first = MockServer(Settings(clock="manual", state_file=path, durability="off"), spec=spec,
                        tracer=tracing.Tracer([]) if saved_traced else None)
     save(path, encode(first))
+    first.release()                                  # its lock on the file: as at its stop
     for tracer in (tracing.Tracer([]), None):
         again = MockServer(Settings(clock="manual", state_file=path, durability="off"), spec=spec, tracer=tracer)
         assert again.loaded["from"] == "state file"
         assert again.sandboxes.get("default").rt.tracer is tracer
+        again.release()
 
 
 def served_in_a_process(environ):

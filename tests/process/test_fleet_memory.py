@@ -199,7 +199,7 @@ async def _call(server, method, path, body=None):
     await server({"type": "http", "method": method, "path": path, "raw_path": path.encode(), "root_path": "",
                   "query_string": query.encode(), "scheme": "http", "server": ("mock", 80),
                   "client": ("127.0.0.1", 1), "http_version": "1.1", "asgi": {"version": "3.0"},
-                  "headers": [(b"authorization", ADMIN["Authorization"].encode()),
+                  "headers": [(b"host", b"mock"), (b"authorization", ADMIN["Authorization"].encode()),
                               (b"content-type", b"application/json")]}, receive, send)
     return sent[0]["status"]
 
