@@ -1,6 +1,9 @@
 """What the change log costs an acknowledged write: `mockserver serve` over HTTP, once per mode, in one run.
 
-    .venv/bin/python bench/durability.py [--writes 2000] [--clients 1,8] [--rounds 3]
+    .venv/bin/python bench/durability.py [--writes 2000] [--clients 1,8] [--rounds 3] [--baseline REV]
+
+With `--baseline REV`, that commit (checked out into a temporary git worktree, run with this venv) is measured
+in the same run, mode by mode, alternating with the checkout: the figures of both, side by side.
 
 Modes: no state file; `--state-file` with `--durability off` (only the periodic save, as before the change
 log); `write` (each change handed to the kernel before its reply); `fsync` (on disk, by group commit). Each
@@ -34,13 +37,14 @@ def free_port():
         return sock.getsockname()[1]
 
 
-def serve(folder, mode):
+def serve(folder, mode, tree=ROOT):
     port = free_port()
     args = [sys.executable, "-m", "mockserver", "serve", "--port", str(port), "--log-level", "warning",
             "--rate-limit", "1000000000/3600"]
     if mode is not None:
-        args += ["--state-file", os.path.join(folder, f"state-{mode}.bin"), "--durability", mode]
-    process = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        args += ["--state-file", os.path.join(folder, f"state-{mode}-{tree.name}.bin"), "--durability", mode]
+    process = subprocess.Popen(args, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env={**os.environ, "PYTHONPATH": str(tree)})
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):
         try:
@@ -81,22 +85,44 @@ def main():
     parser.add_argument("--writes", type=int, default=2000)
     parser.add_argument("--clients", default="1,8")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--baseline", help="a commit measured in the same run, alternating with the checkout")
     args = parser.parse_args()
+    trees = [("checkout", ROOT)]
+    if args.baseline:
+        trees.insert(0, (f"{args.baseline}", worktree(args.baseline)))
+    try:
+        measure(args, trees)
+    finally:
+        for _, tree in trees[:-1]:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+
+
+def worktree(rev):
+    tree = Path(tempfile.mkdtemp(prefix="bench-durability-"))
+    tree.rmdir()
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), rev], check=True,
+                   capture_output=True)
+    return tree
+
+
+def measure(args, trees):
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_STATE_DIR")) as folder:
         kind = subprocess.run(["stat", "-f", "-c", "%T", folder], capture_output=True, text=True).stdout.strip()
         print(f"state folder {folder} ({kind}); load {os.getloadavg()[0]:.1f}; {args.writes} writes a round")
-        print("| mode | clients | p50 ms | p99 ms | writes/s |\n|---|---:|---:|---:|---:|")
+        print("| mode | clients | tree | p50 ms | p99 ms | writes/s |\n|---|---:|---|---:|---:|---:|")
         for clients in [int(n) for n in args.clients.split(",")]:
             for name, mode in MODES.items():
-                process, url = serve(folder, mode)
-                try:
-                    one_round(url, min(200, args.writes), clients)          # warm-up
-                    runs = [one_round(url, args.writes, clients) for _ in range(args.rounds)]
-                finally:
-                    process.terminate()
-                    process.wait(timeout=30)
-                p50, p99, rate = (statistics.median(run[i] for run in runs) for i in range(3))
-                print(f"| {name} | {clients} | {p50 * 1000:.2f} | {p99 * 1000:.2f} | {rate:,.0f} |")
+                for label, tree in trees:
+                    process, url = serve(folder, mode, tree)
+                    try:
+                        one_round(url, min(200, args.writes), clients)          # warm-up
+                        runs = [one_round(url, args.writes, clients) for _ in range(args.rounds)]
+                    finally:
+                        process.terminate()
+                        process.wait(timeout=30)
+                    p50, p99, rate = (statistics.median(run[i] for run in runs) for i in range(3))
+                    print(f"| {name} | {clients} | {label} | {p50 * 1000:.2f} | {p99 * 1000:.2f} | {rate:,.0f} |",
+                          flush=True)
 
 
 if __name__ == "__main__":

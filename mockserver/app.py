@@ -411,5 +411,6 @@ async def _in(box, answer):
 
 
 async def _send(send, status, body, headers):
+    headers = [*headers, (b"content-length", b"%d" % len(body))]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

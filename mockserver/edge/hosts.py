@@ -77,14 +77,11 @@ class HostGuard:
 
 
 def host_of(scope):
-    """The host an ASGI request names (decoded): its absolute-form target's authority, else its `Host`; None when it
-    names none. ApiError(400) for an HTTP/1.1 request without `Host` or with more than one."""
+    """The `Host` of an ASGI request (decoded), or None (the server's protocol put the authority of an absolute-form
+    target there: process/connections.py). ApiError(400) for an HTTP/1.1 request without one or with more."""
     hosts = [value for key, value in scope["headers"] if key == b"host"]
     if len(hosts) > 1:
         raise ApiError(400, f"the request carries {len(hosts)} Host headers: send exactly one")
     if not hosts and scope.get("http_version", "1.1") not in ("1.0", "0.9"):
         raise ApiError(400, f"an HTTP/{scope.get('http_version', '1.1')} request must carry a Host header")
-    raw = scope.get("raw_path") or b""
-    if raw[:7].lower() == b"http://" or raw[:8].lower() == b"https://":
-        return raw.split(b"/", 3)[2].decode("latin-1")
     return hosts[0].decode("latin-1") if hosts else None

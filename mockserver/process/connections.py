@@ -266,10 +266,21 @@ class GuardedProtocol(HttpToolsProtocol):
             self._too_large()
             raise _Answered()
         guard.deadline, guard.expired = guard.now + self.limits.body_timeout, self._body_too_slow
+        if self.url[:1] != b"/":
+            self._absolute_form()
         if self.direct is not None and not guard.declined and self._may_direct():
             guard.held = []                      # started when its message ends, or when this chunk does
             return
         self._start()
+
+    def _absolute_form(self):
+        """A target in absolute form (`GET http://name/path`) names the host itself, and RFC 9112 (3.2.2) has the
+        server use that name rather than `Host`: it becomes the request's one `Host`, which the app then judges."""
+        scheme, _, rest = self.url.partition(b"://")
+        if scheme.lower() not in (b"http", b"https") or not rest:
+            return
+        authority = rest.split(b"/", 1)[0].split(b"?", 1)[0]
+        self.headers[:] = [(name, value) for name, value in self.headers if name != b"host"] + [(b"host", authority)]
 
     def _start(self):
         """uvicorn's step: the request's ASGI cycle made, and its task started (or queued behind the one before)."""

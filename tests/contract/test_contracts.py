@@ -346,6 +346,12 @@ def test_provider_states_restore_snapshots_and_recreate_the_flows_records(record
     ("project {id} exists", {"id": "0b0b0b0b-1111-4222-8333-444444444444",
                              "create": {"method": "POST", "path": "/organization/x/project", "body": {}}},
      "state step"),
+    ("application {id} exists and is {state}", {"id": APP, "state": ["DEPLOYED"]}, "params.state"),
+    ("application {id} exists and is {state}", {"id": APP, "state": 7}, "params.state"),
+    ("application {id} exists", {"id": APP, "edits": [{"method": "PUT", "path": f"/application/{APP}"}]},
+     "needs a body"),
+    ("application {id} exists", {"id": APP, "edits": [{"method": "GET", "path": f"/application/{APP}/log",
+                                                       "query": ["tail", 5]}]}, "query must be an object"),
 ])
 def test_a_state_the_mock_cannot_make_true_is_a_clear_400(recorder, state, params, expected):
     with sandbox(recorder, "states-bad") as http:

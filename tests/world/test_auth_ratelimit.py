@@ -225,6 +225,16 @@ def test_minted_api_token_with_ttl_expires_by_the_clock(anonymous):
     assert "expired" in reply.json()["message"]
 
 
+@pytest.mark.parametrize("body, field", [({"kind": []}, "body.kind"), ({"kind": "apikey"}, "body.kind"),
+                                         ({"name": {"a": 1}}, "body.name"), ({"name": 7}, "body.name"),
+                                         ({"scope": ["Read"]}, "unknown field(s) scope")])
+def test_a_token_request_of_another_shape_is_a_400_and_mints_nothing(anonymous, body, field):
+    before = anonymous.get("/_mock/state").json()["tokens"]
+    reply = anonymous.post("/_mock/tokens", json=body)
+    assert reply.status_code == 400 and field in reply.json()["message"], reply.text
+    assert anonymous.get("/_mock/state").json()["tokens"] == before
+
+
 # ---------------------------------------------------------------- rate limits
 @pytest.fixture
 def limited(make_server):
