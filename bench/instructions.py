@@ -4,7 +4,6 @@
     python bench/instructions.py                     # the checkout and the floor, the four requests (~6 minutes)
     python bench/instructions.py --baseline REV      # and the mock of REV (checked out into a temporary folder)
     python bench/instructions.py --kinds 401,status --jobs 2
-    python bench/instructions.py --built             # and the checkout with no reply kept rendered ("mock, built")
 
 Each figure runs `bench/served_inprocess.py` (uvicorn's protocol as `mockserver serve` runs it, a transport
 without a socket, the app) under `valgrind --tool=callgrind` twice, with --small and --large requests after the
@@ -65,8 +64,6 @@ def main():
     parser.add_argument("--large", type=int, default=1500)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="valgrind runs at once")
     parser.add_argument("--out", default="instructions", help="name of the result files")
-    parser.add_argument("--built", action="store_true",
-                        help="also count the checkout building every reply (none kept rendered: world/replies.py)")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed (apt-get install valgrind)")
@@ -87,16 +84,13 @@ def main():
             jobs["floor-raw", kind] = pool.submit(per_request, "floor", kind, ROOT, args.small, args.large, replies)
             for name, tree in trees:
                 jobs[name, kind] = pool.submit(per_request, "mock", kind, tree, args.small, args.large)
-            if args.built:
-                jobs["mock, built", kind] = pool.submit(per_request, "mock", kind, ROOT, args.small, args.large,
-                                                        extra=["--build-every"])
     results = {key: job.result() for key, job in jobs.items()}
     for _, tree in trees[1:]:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
     rows = []
     for kind in kinds:
         floor = results["floor-raw", kind]["instructions"]
-        for name in ["floor-raw", *(name for name, _ in trees), *(["mock, built"] if args.built else [])]:
+        for name in ["floor-raw", *(name for name, _ in trees)]:
             found = results[name, kind]
             rows.append({"server": name, "request": NAMES[kind], "instructions": found["instructions"],
                          "vs_floor": round(found["instructions"] / floor, 2), "statuses": found["statuses"]})

@@ -6,7 +6,7 @@
 The mock's ASGI app is called in-process (no sockets) with the journal's bounds out of the way; the heap
 in use is read before and after the calls, and compared with the bytes the budget (`--journal-memory`)
 counted for them. All but a journal's newest 32 calls are packed (mockserver/calls/log.py): 20,000 calls
-of one kind are the best case of that packing (a fleet's mixed calls take about 110 bytes each); what
+of one kind are the best case of that packing (a fleet's mixed calls pack less well); what
 is measured is whether the budget counts what the heap holds. The process runs under the allocator
 asked for (as `mockserver serve` would; it restarts itself with it when needed): under glibc's malloc
 the heap in use is mallinfo2's (the allocator's own overhead per block included), under jemalloc its

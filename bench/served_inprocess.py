@@ -4,7 +4,6 @@ protocol behind the connection limits) is fed whole requests through a transport
 and the app answers them. `bench/instructions.py` runs this under valgrind to count instructions per request.
 
     python bench/served_inprocess.py mock KIND N [--warm W]           # the mock, as `serve` builds it
-    python bench/served_inprocess.py mock KIND N --build-every         # no reply kept rendered (world/replies.py)
     python bench/served_inprocess.py floor KIND N --replies FILE      # bench/floor_app.py's plain ASGI app
     python bench/served_inprocess.py record FILE                      # the mock's reply to each kind, for floor
 
@@ -94,21 +93,19 @@ class Transport(asyncio.Transport):
         pass
 
 
-def mock_protocol(build_every=False):
+def mock_protocol():
     """The mock as `mockserver serve` runs it (its defaults, a rate limit no run reaches, the collector's
-    thresholds and first freeze) and its protocol; `build_every`: every reply built, none kept rendered."""
+    thresholds and first freeze) and its protocol."""
     from mockserver.app import MockServer
     from mockserver.cli.main import guarded_protocol
     from mockserver.core.settings import Settings
     from mockserver.process.collector import Collector
     settings = Settings(rate_limit=10**9, rate_window=3600)
     mock = MockServer(settings)
-    if build_every:
-        mock.pipeline.kept = frozenset()
     config = uvicorn.Config(mock, access_log=False, lifespan="off", ws="none", proxy_headers=False,
                             server_header=False, http="httptools")
     Collector().install()
-    return config, guarded_protocol(settings)
+    return config, guarded_protocol(settings, mock)
 
 
 def floor_protocol(replies):
@@ -147,8 +144,8 @@ class Connection:
         return found
 
 
-async def measure(app, kind, n, warm, replies, build_every=False):
-    config, protocol_class = mock_protocol(build_every) if app == "mock" else floor_protocol(replies)
+async def measure(app, kind, n, warm, replies):
+    config, protocol_class = mock_protocol() if app == "mock" else floor_protocol(replies)
     connection = Connection(config, protocol_class)
     if app == "mock":
         for _ in range(48):
@@ -193,7 +190,6 @@ def main():
     parser.add_argument("n", type=int, nargs="?", default=1000)
     parser.add_argument("--warm", type=int, default=300)
     parser.add_argument("--replies", help="the file `record` wrote (floor)")
-    parser.add_argument("--build-every", action="store_true", help="the mock keeps no reply rendered")
     args = parser.parse_args()
     uvloop.install()
     if args.app == "record":
@@ -201,7 +197,7 @@ def main():
     else:
         if args.kind not in KINDS:
             parser.error(f"kind must be one of {', '.join(KINDS)}")
-        asyncio.run(measure(args.app, args.kind, args.n, args.warm, args.replies, args.build_every))
+        asyncio.run(measure(args.app, args.kind, args.n, args.warm, args.replies))
 
 
 if __name__ == "__main__":

@@ -3,10 +3,18 @@
     choose the sandbox (its world: a Runtime) -> the control API (/_mock/...), the documents
     (/openapi.json|yaml), the start page (/), or the API's request path (api/pipeline.py)
 
-`route` is the only place that knows sandboxes exist: it picks the world from the `/sandbox/{name}` prefix or
-the `X-Mock-Sandbox` header and hands it down. The same handlers answer under `/api/v1`. The worlds themselves
-(building, copying, resetting, the background loop) are sandboxes/worlds.py's; CORS and the control API's
-guard wrap everything (edge/cors.py).
+Every request enters by one of two doors, and both open with the same prologue, `admit`: the `Host` checked
+(edge/hosts.py) and the world chosen from the `/sandbox/{name}` prefix or the `X-Mock-Sandbox` header
+(sandboxes/sandbox.py); an error there is an ApiError, rendered through ASGI.
+
+- `__call__`, the ASGI application: CORS and the control API's guard wrap everything (edge/cors.py), then
+  `route` hands the request to the control API, a document, the start page or the API's pipeline.
+- `answer_whole`, the direct path (process/direct.py): `serve`'s protocol offers a plain API call that came
+  whole; it is answered by the pipeline's `direct`, the same steps without ASGI, or declined (then it comes in by
+  the first door).
+
+The same handlers answer under `/api/v1`. The worlds themselves (building, copying, resetting, the background
+loop) are sandboxes/worlds.py's.
 """
 
 import asyncio
@@ -26,6 +34,7 @@ from mockserver.edge import cors, requestid, tracing
 from mockserver.edge.accesslog import access_logger
 from mockserver.edge.bodies import read_asgi
 from mockserver.edge.hosts import HostGuard, host_of
+from mockserver.process.direct import Reply, Whole
 from mockserver.sandboxes.changelog import LogUnwritable, key_of
 from mockserver.sandboxes.sandbox import DEFAULT, choose
 from mockserver.sandboxes.worlds import Worlds
@@ -49,7 +58,7 @@ class MockServer(Worlds):
         self._yaml = None
         self.control = control_app(self)
         self.access_log = access_logger(self.settings.log_format) if self.settings.access_log else None
-        self.pipeline = Pipeline(self.settings, self.spec, self.access_log)
+        self.pipeline = Pipeline(self.settings, self.spec, self.access_log, wall)
         self.pipeline.changed = self.api_changed
         if self.tracer is not None:
             self.pipeline.trace(self.tracer)
@@ -62,50 +71,40 @@ class MockServer(Worlds):
                                cors.methods_finder(self.spec, self.control.routes))
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "http":
-            try:
-                host = host_of(scope)
-                if host is not None and not self.hosts.allows(host):   # before anything: a rebound page gets nothing
-                    raise self.hosts.refusal(host)
-            except ApiError as error:
-                await _send(requestid.tagged(scope, send), error.status, error.render(), JSON)
-                return
         if self.recorder is not None and self.recorder.wants(scope):
             await self.route(scope, receive, send)   # forwarded: the upstream's reply as it is, no CORS of ours
             return
         await self.entry(scope, receive, send)    # CORS and the control API's guard around everything (edge/cors.py)
 
-    def direct(self, method, url, headers, body=b""):
-        """An API call answered without ASGI, for `serve`'s protocol (process/connections.py), its body whole:
-        (status, headers, payload), or None when the call must go through `__call__`. Taken only where both ways
-        answer alike: the protocol offers a GET, POST, PUT, PATCH or DELETE of HTTP/1.1 kept alive with nothing
-        before it on the connection; here it must have no Origin, go to a Host the mock serves, under a plain path,
-        to a sandbox that exists and is awake, whose world has no active scenario (no rule's latency or network
-        fault to await); not with tracing, a recording upstream or a replica name, nor, for a change, a change log
-        to make it durable in first. What it does is `__call__`'s for such a call: the Host checked, CORS's
-        headers for a request without an Origin, the sandbox chosen and counted, then the pipeline's `direct`,
-        the same steps as `api` without awaiting."""
+    def admit(self, scope):
+        """The prologue of every request, whichever door it came by: its `Host` checked (400 without one on
+        HTTP/1.1 or with two, 403 for a name the mock does not serve: edge/hosts.py) and its world chosen (400 for
+        a sandbox name that cannot be one): (sandbox name, path without the sandbox prefix), or ApiError."""
+        host = host_of(scope)
+        if host is not None and not self.hosts.allows(host):
+            raise self.hosts.refusal(host)
+        return choose(scope)
+
+    def answer_whole(self, request: Whole) -> Reply | None:
+        """The direct path (process/direct.py): an API call that came whole, answered at once by the pipeline's
+        `direct`, or None when it must go through `__call__`. Taken only where both ways answer alike: here it must
+        have no Origin (CORS makes no headers for it), pass the prologue, and go to an API path of a sandbox that
+        exists and is awake, whose world has no active scenario (no rule's latency or network fault to await); not
+        with tracing, a recording upstream or a replica name, nor, for a change, a change log to make it durable in
+        first. A refusal of the prologue is declined too: `__call__` renders it."""
+        target = request.target
         if (self.tracer is not None or self.recorder is not None or self.settings.replica_name
-                or url[:1] != b"/" or b"%" in url or b"#" in url or not url.isascii()
-                or method != "GET" and self.changelog is not None):
+                or target[:1] != b"/" or b"%" in target or b"#" in target or not target.isascii()
+                or request.method != "GET" and self.changelog is not None):
             return None
-        hosts = 0
-        for name, value in headers:
-            if name == b"host":
-                hosts += 1
-                if not self.hosts.allows(value.decode("latin-1")):
-                    return None
-            elif name == b"origin":            # CORS: `entry` makes its headers
+        for name, _ in request.headers:
+            if name == b"origin":
                 return None
-        if hosts != 1:                         # refused (400) by `__call__`
-            return None
-        raw_path, _, query = url.partition(b"?")
-        scope = {"type": "http", "method": method, "path": raw_path.decode("ascii"), "raw_path": raw_path,
-                 "query_string": query, "headers": headers}
-        if self.entry.origins is not None:
-            scope[cors.SCOPE_KEY] = self.entry.no_origin
+        raw_path, _, query = target.partition(b"?")
+        scope = {"type": "http", "http_version": "1.1", "method": request.method, "path": raw_path.decode("ascii"),
+                 "raw_path": raw_path, "query_string": query, "headers": request.headers}
         try:
-            name, path = choose(scope)
+            name, path = self.admit(scope)
         except ApiError:
             return None
         if path.startswith("/_mock") or path in DOCUMENT_PATHS or path == "/":
@@ -113,9 +112,11 @@ class MockServer(Worlds):
         box = self.sandboxes.live.get(name)
         if box is None or box.asleep or box.expires and box.expired() or box.rt.scenarios.active:
             return None
+        if self.entry.origins is not None:
+            scope[cors.SCOPE_KEY] = self.entry.no_origin
         box.last_used = self.sandboxes.wall()   # as `sandboxes.get` notes the use of a live sandbox
         box.calls += 1
-        return self.pipeline.direct(box.rt, scope, path, None if name == DEFAULT else name, body)
+        return self.pipeline.direct(box.rt, scope, path, None if name == DEFAULT else name, request.body)
 
     async def route(self, scope, receive, send):
         if scope["type"] == "lifespan":
@@ -126,7 +127,7 @@ class MockServer(Worlds):
         if self.settings.replica_name:
             send = self._tag_replica(send)
         try:
-            name, path = choose(scope)
+            name, path = self.admit(scope)
             if path.startswith("/_mock"):
                 await self._control(scope, receive, cors.added(scope, send), name, path)
                 return
@@ -202,9 +203,6 @@ class MockServer(Worlds):
         # makes (the redirect of a trailing slash) stay in the sandbox
         scope = {**scope, "root_path": scope["path"][:len(scope["path"]) - len(path)], "mock.sandbox": box,
                  "mock.runtime": box and box.rt}
-        changes = scope["method"] not in READS     # a world's kept replies no longer hold (world/replies.py):
-        if changes:                                # counted before and after, as the call may await in between
-            self.pipeline.epoch += 1
         rt = box and box.rt
         if key is not None and rt is not None:     # a change the log keeps draws its new values from its key
             rt.fake.keyed(key)
@@ -213,8 +211,6 @@ class MockServer(Worlds):
         except Exception:                          # answered already (500 with the error body): only logged
             log.exception("unhandled error in %s %s", scope["method"], path)
         finally:
-            if changes:
-                self.pipeline.epoch += 1
             if key is not None and rt is not None:
                 rt.fake.unkeyed()
 

@@ -14,10 +14,10 @@ def run_bench(*args):
 
 
 def test_a_named_result_that_exists_is_refused_before_anything_runs():
-    kept = RESULTS / "floors-heads.md"
+    kept = RESULTS / "floors.md"
     before = kept.read_bytes()
-    done = run_bench("--out", "floors-heads", "--runs", "1", "--seconds", "1")
+    done = run_bench("--out", "floors", "--runs", "1", "--seconds", "1")
     assert done.returncode != 0
-    assert "floors-heads.md exists" in done.stderr and "--force" in done.stderr
+    assert "floors.md exists" in done.stderr and "--force" in done.stderr
     assert "mock started" not in done.stdout          # refused before any server started
     assert kept.read_bytes() == before

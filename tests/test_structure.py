@@ -165,3 +165,46 @@ def test_the_project_cites_only_its_own_documents():
             except (UnicodeDecodeError, OSError):
                 continue
     assert cited == []
+
+
+def defined_by_group():
+    """name -> the groups whose modules define a function, method or class of that name."""
+    found: dict[str, set] = {}
+    for path in PACKAGE.rglob("*.py"):
+        group = layer_of(module_name(path))
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                found.setdefault(node.name, set()).add(group)
+    return found
+
+
+def calls_up_through_getattr(sources, defined):
+    """`getattr(x, "name")` in a module of one group where `name` is defined only by groups after it: a call into
+    a higher group that the import graph cannot see (a hidden door). `sources`: module -> source text."""
+    rank = {name: index for index, name in enumerate(LAYERS)}
+    found = []
+    for module, text in sorted(sources.items()):
+        group = layer_of(module)
+        for node in ast.walk(ast.parse(text)):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "getattr" and len(node.args) >= 2
+                    and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+                name = node.args[1].value
+                groups = defined.get(name, set())
+                if groups and all(rank[other] > rank[group] for other in groups):
+                    found.append(f"{module}:{node.lineno} getattr(..., {name!r}) ({group} reaches "
+                                 f"{', '.join(sorted(groups))})")
+    return found
+
+
+def test_the_getattr_check_finds_a_hidden_door_up():
+    defined = {"answer_whole": {"face"}, "mallctl": set(), "render": {"core"}}
+    planted = {"mockserver.process.connections": "door = getattr(self.app, 'answer_whole', None)\n"
+                                                 "other = getattr(lib, 'mallctl', None)\n"
+                                                 "fine = getattr(error, 'render')\n"}
+    assert calls_up_through_getattr(planted, defined) == [
+        "mockserver.process.connections:1 getattr(..., 'answer_whole') (process reaches face)"]
+
+
+def test_no_group_calls_into_a_higher_one_through_getattr():
+    sources = {module_name(path): path.read_text() for path in PACKAGE.rglob("*.py")}
+    assert calls_up_through_getattr(sources, defined_by_group()) == []

@@ -7,7 +7,7 @@ largest pause and a histogram; pauses of 1 ms or more are also kept with their w
 JSON to `path` (atomically: a temporary file renamed over it) about once a second by a daemon
 thread, at once on SIGUSR1, and at exit. The counters only grow: the figures of a window are
 the difference of two dumps (`window`). The dump does not count the frozen objects: with hundreds of
-sandboxes, `gc.get_freeze_count()` walks ~700,000 objects holding the interpreter lock, ~85 ms a second
+sandboxes, `gc.get_freeze_count()` walks every frozen object holding the interpreter lock, a pause a second
 that the probe itself would add to the server's latency (and to a collection's pause, when its thread
 took the lock inside a collector callback).
 

@@ -11,54 +11,56 @@ call is journaled whatever it ended in.
 
 import asyncio
 import logging
-import sys
 import time
 from urllib.parse import parse_qsl
 
 import orjson
 
 from mockserver.api.handlers import HANDLERS, PRECHECKS
-from mockserver.calls.journal import redact_authorization
+from mockserver.calls.journal import Exchange, redact_authorization
 from mockserver.core.errors import ApiError, invalid
 from mockserver.core.paths import without_api_prefix
 from mockserver.edge import bodies, faults, jsonbody, requestid
 from mockserver.edge.cors import SCOPE_KEY
+from mockserver.process.direct import Reply
 from mockserver.world.auth import Token, authenticate, authorize
-from mockserver.world.replies import KEPT
 from mockserver.world.rules import AFTER_HANDLER, AFTER_VALIDATION, BEFORE_AUTH
 from mockserver.world.runtime import Context
 
 log = logging.getLogger("mockserver")
 JSON = [(b"content-type", b"application/json")]
 READS = frozenset({"GET", "HEAD", "OPTIONS"})   # methods that change nothing
-KEPT_VIOLATIONS = 100                   # --self-check: the newest replies that broke the document, kept to show
+NEWEST_VIOLATIONS = 100                 # --self-check: the newest replies that broke the document, shown
 
 
 class Dropped(Exception):
     """A scenario asked to close the connection without a reply."""
 
 
-class ApiCall:
-    """One API call on its way through the request path: what was asked, and what the answer became.
-    The request's headers stay as the server gave them (bytes); only the few the path reads are decoded,
-    and the dict of all of them is made only when a scenario rule needs it."""
+class ApiCall(Exchange):
+    """One API call on its way through the request path: what was asked, and what the answer became; at its end,
+    the journal's record of it (calls/journal.py `Exchange`). The request's headers stay as the server gave them
+    (bytes); only the few the path reads are decoded, and the dict of all of them is made only when a scenario rule
+    needs it. `spent` holds the headers the rate limit adds to the reply."""
 
-    __slots__ = ("method", "path", "raw_headers", "authorization", "content_type", "content_length", "content_encoding",
-                 "operation", "query", "body", "token", "rule", "faults", "reply_headers", "call_id", "request_id",
-                 "started", "_headers", "sandbox", "ignored", "kept")
+    __slots__ = ("raw_headers", "authorization", "content_type", "content_length", "content_encoding", "token",
+                 "faults", "spent", "started", "_headers", "sandbox", "ignored")
 
-    def __init__(self, rt, scope, path):
+    def __init__(self, rt, scope, path, received):
         self.started = time.perf_counter()
+        self.received = received
+        self.at = 0.0                           # the world's clock, once the call has pumped it
         self.method = scope["method"]
         self.path = without_api_prefix(path)
         self.raw_headers = scope["headers"]
         authorization, content_type, sent_id, length, encoding = read_headers(self.raw_headers)
         self.authorization, self.content_type, self._headers = authorization, content_type, None
         self.content_length, self.content_encoding = length, encoding
-        self.operation = self.body = self.rule = self.token = self.faults = self.ignored = self.kept = None
-        self.query, self.reply_headers = {}, []
+        self.operation = self.body = self.rule = self.token = self.faults = self.ignored = None
+        self.query, self.spent = {}, []
         self.call_id = rt.journal.reserve()
         self.request_id = requestid.request_id(sent_id)
+        self.fault = self.drift = self.trace_id = None
 
     @property
     def headers(self):
@@ -73,37 +75,25 @@ class ApiCall:
         """Record the call (`trace_id`: its trace's, when tracing is on). Whatever it ended in, it is journaled: a
         body the journal cannot keep (which would be a bug) is replaced by a note saying why, rather than losing
         the call."""
-        body = self.body if self.ignored is None else self.ignored
-        for attempt in range(2):
-            try:
-                journal = rt.journal
-                journal.record(self.call_id, rt.clock.now(), self.method, self.path, self.operation, self.query,
-                               journal.request_headers(self.raw_headers, self.authorization), body, status, payload,
-                               time.perf_counter() - self.started, self.rule, self.request_id,
-                               self.token and self.token.name, reply_headers, None,
-                               ", ".join(self.faults) if self.faults else None, trace_id)
-                return
-            except Exception as error:
-                if attempt:
-                    raise
-                log.exception("journaling %s %s failed; the call is kept without its body", self.method, self.path)
-                body = f"(body not kept: {type(error).__name__})"
-
-
-KEPT_HEADERS = 64                       # the header tuples whose values `read_headers` remembers
-_read: dict[int, tuple] = {}            # id of a header tuple -> (the tuple, held so that its id stays its own; values)
+        journal = rt.journal
+        self.status, self.response, self.reply_headers, self.trace_id = status, payload, reply_headers, trace_id
+        self.duration = time.perf_counter() - self.started
+        self.headers_kept = journal.request_headers(self.raw_headers, self.authorization)
+        self.token_name = self.token and self.token.name
+        self.fault = ", ".join(self.faults) if self.faults else None
+        if self.ignored is not None:            # a body the operation takes none of: kept as sent
+            self.body = self.ignored
+        try:
+            journal.record(self)
+        except Exception as error:
+            log.exception("journaling %s %s failed; the call is kept without its body", self.method, self.path)
+            self.body = f"(body not kept: {type(error).__name__})"
+            journal.record(self)
 
 
 def read_headers(raw):
     """(authorization, content type, X-Request-Id, content length, content encoding) of a request's header pairs,
-    the length as bytes (b"chunked" for a chunked body). A tuple of headers is the server's direct path's, which
-    gives the same tuple for the same head (process/wholerequest.py): its values are read once and remembered by
-    the tuple's identity (no hashing of its bytes, which a head seen once would pay for nothing)."""
-    kept = type(raw) is tuple
-    if kept:
-        known = _read.get(id(raw))
-        if known is not None and known[0] is raw:
-            return known[1]
+    the length as bytes (b"chunked" for a chunked body)."""
     authorization = content_type = sent_id = length = encoding = None
     for name, value in raw:
         if name == b"authorization":
@@ -118,12 +108,7 @@ def read_headers(raw):
             encoding = value.decode("latin-1")
         elif name == b"transfer-encoding" and length is None:
             length = b"chunked"
-    values = authorization, content_type, sent_id, length, encoding
-    if kept:
-        if len(_read) >= KEPT_HEADERS:         # bounded: clients of ever new headers do not grow it
-            _read.clear()
-        _read[id(raw)] = raw, values
-    return values
+    return authorization, content_type, sent_id, length, encoding
 
 
 class Pipeline:
@@ -133,39 +118,32 @@ class Pipeline:
     record = staticmethod(ApiCall.journal)     # (call, rt, status, payload, reply_headers): a call journaled
     handlers = HANDLERS                        # operationId -> handler (`trace` puts each in a span)
 
-    def __init__(self, settings, spec, access_log=None):
-        self.settings, self.spec, self.access_log = settings, spec, access_log
+    def __init__(self, settings, spec, access_log=None, wall=time.time):
+        self.settings, self.spec, self.access_log, self.wall = settings, spec, access_log, wall
         self.changed = None                    # async (call, now, effects, apply) -> apply(): a change is made
         #                                        through it (app.py: logged and durable first, with a state file)
-        self.epoch = 0                         # control calls that may have changed a world (world/replies.py)
-        self.kept = KEPT                       # operations whose replies a world keeps rendered (none when tracing)
         self.violations = []                   # self-check: replies that do not match the document (the newest)
         self.violation_count = 0
 
     async def api(self, rt, scope, receive, send, path, sandbox=None):
-        call = ApiCall(rt, scope, path)
+        call = ApiCall(rt, scope, path, self.wall())
         call.sandbox = sandbox
         try:
-            status, payload = self.rendered(rt, call, await self.answer(rt, call, scope, receive))
-        except ApiError as error:
-            status, payload = self.refused(call, error)
-        except asyncio.CancelledError:         # the server is stopping and this call outlived --shutdown-timeout
-            status, payload = 503, ApiError(503, "the server is stopping: this request did not finish within "
-                                                 "its shutdown timeout (--shutdown-timeout)").render()
+            result = await self.answer(rt, call, scope, receive)
         except Dropped:
             self.record(call, rt, 0, b"")
             self._log(scope, sandbox, 0, call)
-            _close_connection(receive)
+            _close_connection(scope, receive)
             return
-        except Exception:                       # a bug: still the spec's error body, and the log says where
-            status, payload = self.crashed(call)
+        except (Exception, asyncio.CancelledError) as error:
+            status, payload = self.failed(call, error)
+        else:
+            status, payload = self.rendered(call, result)
         out = self.reply_headers(call, scope, status, payload)
         try:
             if call.faults:                     # the reply leaves as the rule's network fault says (edge/faults.py)
-                payload = await _deliver_faulty(receive, send, status, out, payload, call.faults)
-            else:                               # a whole body of known length: Content-Length, not chunks
-                if payload:
-                    out.append((b"content-length", b"%d" % len(payload)))
+                payload = await _deliver_faulty(scope, receive, send, status, out, payload, call.faults)
+            else:
                 await send({"type": "http.response.start", "status": status, "headers": out})
                 await send({"type": "http.response.body", "body": payload})
                 if call.method == "HEAD":       # the server sent the head only: the journal keeps what was sent
@@ -175,60 +153,63 @@ class Pipeline:
             self._log(scope, sandbox, status, call)
 
     def direct(self, rt, scope, path, sandbox=None, body=b""):
-        """The same call answered at once, its body whole, for the server's protocol to write
-        (process/connections.py): (status, headers, payload), journaled. Only for a call that cannot await: in a
-        world with no active scenario (no rule's latency or network fault) and, for a change, no change log to
-        make it durable in first; app.py's `direct` says which calls come here. The steps are `api`'s: `answer`,
-        then `rendered` or `refused`, `reply_headers`, the journal."""
-        call = ApiCall(rt, scope, path)
+        """The same call answered at once, its body whole, for the server's protocol to write (app.py
+        `answer_whole`, process/direct.py): its Reply, journaled. Only for a call that cannot await: in a world
+        with no active scenario (no rule's latency or network fault) and, for a change, no change log to make it
+        durable in first. The steps are `api`'s: `answer`, then `rendered` or `failed`, `reply_headers`, the
+        journal."""
+        call = ApiCall(rt, scope, path, self.wall())
         call.sandbox = sandbox
         try:
-            status, payload = self.rendered(rt, call, _at_once(self.answer(rt, call, scope, None, body)))
-        except ApiError as error:
-            status, payload = self.refused(call, error)
-        except Exception:                       # a bug (or a call that awaited after all): the spec's error body
-            status, payload = self.crashed(call)
+            result = _at_once(self.answer(rt, call, scope, None, body))
+        except Exception as error:
+            status, payload = self.failed(call, error)
+        else:
+            status, payload = self.rendered(call, result)
         out = self.reply_headers(call, scope, status, payload)
-        if payload:
-            out.append((b"content-length", b"%d" % len(payload)))
         self.record(call, rt, status, payload, out)
         if self.access_log is not None:
             self._log(scope, sandbox, status, call)
-        return status, out, payload
+        return Reply(status, out, payload)
 
-    def rendered(self, rt, call, result):
-        """(status, payload) of a call its handler answered (or a reply the world kept rendered)."""
+    @staticmethod
+    def rendered(call, result):
+        """(status, payload) of a call its handler answered."""
         status = call.operation.status
-        if type(result) is bytes:              # a reply the world kept rendered (world/replies.py)
-            return status, result
-        payload = b"" if status == 204 else orjson.dumps(result)
-        if call.kept is not None:
-            rt.replies.keep(*call.kept, payload)
-        return status, payload
+        return status, b"" if status == 204 else orjson.dumps(result)
+
+    def failed(self, call, error):
+        """(status, payload) of a call that did not end in its handler's answer: the one ladder of both entries.
+        An ApiError is its own reply; a cancel (the server stopping, the call past --shutdown-timeout) a 503;
+        anything else is a bug of the mock's, the spec's 500, logged with its traceback."""
+        if isinstance(error, ApiError):
+            return self.refused(call, error)
+        if isinstance(error, asyncio.CancelledError):
+            return 503, ApiError(503, "the server is stopping: this request did not finish within its shutdown "
+                                      "timeout (--shutdown-timeout)").render()
+        log.error("unhandled error in %s %s", call.method, call.path, exc_info=error)
+        return 500, ApiError(500, f"internal error: {type(error).__name__}").render()
 
     @staticmethod
     def refused(call, error):
         """(status, payload) of a call that ended in an ApiError; its headers join the reply's."""
         if error.status == 429:                 # its own headers replace those of the request's spend
-            call.reply_headers = header_pairs(error.headers)
+            call.spent = header_pairs(error.headers)
         elif error.headers:
-            call.reply_headers += header_pairs(error.headers)
+            call.spent += header_pairs(error.headers)
         return error.status, error.render()
 
-    @staticmethod
-    def crashed(call):
-        """(status, payload) of a call the mock failed (a bug): logged with its traceback."""
-        log.exception("unhandled error in %s %s", call.method, call.path)
-        return 500, ApiError(500, f"internal error: {type(sys.exc_info()[1]).__name__}").render()
-
     def reply_headers(self, call, scope, status, payload):
-        """The reply's headers but its length (self-checked first with --self-check)."""
+        """The reply's headers, its length among them unless a network fault shapes the body (self-checked first
+        with --self-check)."""
         if self.settings.self_check:
             self.check_reply(call.operation, status, payload, call.method, call.path)
-        out = [*call.reply_headers, *(JSON if payload else ()), (requestid.HEADER, call.request_id.encode()),
+        out = [*call.spent, *(JSON if payload else ()), (requestid.HEADER, call.request_id.encode()),
                *scope.get(SCOPE_KEY, ())]
         if call.rule is not None:               # the reply tells which rule shaped it
             out.append((b"x-mock-rule", call.rule.encode()))
+        if payload and not call.faults:         # a whole body of known length: Content-Length, not chunks
+            out.append((b"content-length", b"%d" % len(payload)))
         return out
 
     async def answer(self, rt, call, scope, receive, body=None):
@@ -237,14 +218,12 @@ class Pipeline:
         `receive`, or, for a call that came whole (`receive` None: `direct`), is `body`."""
         call.operation, params, path_errors = self.spec.resolve(call.method, call.path)
         operation = call.operation
-        now = rt.pump()
+        now = call.at = rt.pump()
         scenarios = rt.scenarios.active         # no rule, no step: the common path pays one test
-        if scenarios:                           # a rule may change the world: what it kept no longer holds
-            rt.generation += 1
         effects = await _scenario_step(rt, call, params, now, BEFORE_AUTH) if scenarios else {}
         call.token = authenticate(call.authorization, rt.tokens, now, self.settings.jwt_secret,
                                   rt.default_org, rt.store.organizations.rows)
-        call.reply_headers = rt.limiter.spend(call.token, now)
+        call.spent = rt.limiter.spend(call.token, now)
         authorize(call.token, operation.scope)
         raw = b""
         if operation.body is not None:          # refused from its headers first: no 100 Continue for a doomed body
@@ -257,39 +236,23 @@ class Pipeline:
         if scope["query_string"]:
             call.query = dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
         values = self.validate(call, path_errors, raw)
-        if scenarios:
-            if call.rule is None:
-                effects = await _scenario_step(rt, call, params, now, AFTER_VALIDATION)
-        elif operation.operation_id in self.kept and call.method == "GET":
-            call.kept = (call.path, scope["query_string"], call.token.organization), (rt.generation, self.epoch)
-            kept = rt.replies.get(*call.kept)
-            if kept is not None:
-                return kept
+        if scenarios and call.rule is None:
+            effects = await _scenario_step(rt, call, params, now, AFTER_VALIDATION)
         ctx = Context(rt, org=call.token.organization, token=call.token, params=params, query=values, body=call.body,
                       now=now, call_id=call.call_id, effects=effects)
+        handler = self.handlers[operation.operation_id]
         if call.method in READS or self.changed is None:
-            result = self._handle(rt, call, ctx)
+            result = handler(ctx)
         else:                                   # logged and durable first, then made (sandboxes/changelog.py)
-            result = await self.changed(call, now, effects, lambda key=None: self._handle(rt, call, ctx, key))
+            result = await self.changed(call, now, effects, lambda key=None: keyed(rt, key, handler, ctx))
         if scenarios and call.rule is None:     # commit, then fail: the change stands, the rule replaces the reply
             await _scenario_step(rt, call, params, now, AFTER_HANDLER)
-        return result
-
-    def _handle(self, rt, call, ctx, key=None):
-        """The handler of the call's operation, run over the world (`key`: of a change the change log keeps, which
-        draws its new ids from it)."""
-        if call.method not in READS:            # the world may change now: what it kept no longer holds
-            rt.generation += 1
-        result = keyed(rt, key, self.handlers[call.operation.operation_id], ctx)
-        if not ctx.keep:
-            call.kept = None
         return result
 
     def trace(self, tracer):
         """Tracing on (edge/tracing.py): each call in a server span continuing the caller's trace, its validation,
         handler and journaling in child spans. Set only then: with tracing off, the request path is as it was."""
         self.api = tracer.serving(self.api)
-        self.kept = frozenset()                # a kept reply runs no handler: it would have no handler span
         self.validate = tracer.step("validate", self.validate)
         self.handlers = tracer.handling(HANDLERS)
         self.record = tracer.recording(ApiCall.journal)
@@ -305,7 +268,6 @@ class Pipeline:
         token = Token(name=who["name"], value="", organization=who["organization"], scopes=who["scopes"])
         ctx = Context(rt, org=token.organization, token=token, params=params, query=values, body=change["body"],
                       now=change["now"], call_id=change["call_id"], effects=change["effects"] or {})
-        rt.generation += 1
         rt.journal.next_id = max(rt.journal.next_id, change["call_id"] + 1)   # later calls get ids of their own
         keyed(rt, key, HANDLERS[operation.operation_id], ctx)
 
@@ -334,7 +296,7 @@ class Pipeline:
                         call.token and call.token.name, sandbox, call.rule, call.request_id)
 
     def check_reply(self, operation, status, payload, method, path):
-        """--self-check: a reply that breaks the document is noted (the newest KEPT_VIOLATIONS), counted and
+        """--self-check: a reply that breaks the document is noted (the newest NEWEST_VIOLATIONS), counted and
         logged as a warning."""
         if operation is not None and status not in operation.responses:
             found = [f"{method} {path}: status {status} is not documented"]
@@ -347,7 +309,7 @@ class Pipeline:
             log.warning("self-check: %s", violation)
         self.violations += found
         self.violation_count += len(found)
-        del self.violations[:-KEPT_VIOLATIONS]
+        del self.violations[:-NEWEST_VIOLATIONS]
 
 
 def keyed(rt, key, handler, ctx):
@@ -378,8 +340,8 @@ async def _scenario_step(rt, call, params, now, phase):
 
 async def _apply(rt, effects, token, now):
     """Scenario effects that act on the reply itself (deployment effects reach the handler)."""
-    if effects.get("latency"):
-        await asyncio.sleep(effects["latency"])
+    if effects.get("latency_ms"):
+        await asyncio.sleep(effects["latency_ms"] / 1000)
     if effects.get("webhook_failures"):
         rt.webhooks.fail_next(effects["webhook_failures"], effects["rule"])
     if effects.get("exhaust_rate_limit") and token is not None:
@@ -387,15 +349,14 @@ async def _apply(rt, effects, token, now):
         rt.limiter.spend(token, now)
     if effects.get("drop"):
         raise Dropped()
-    if effects.get("reply"):
-        reply = effects["reply"]
-        raise ApiError(reply["status"], reply["message"])
+    if "status" in effects:
+        raise ApiError(effects["status"], effects["message"])
 
 
-async def _deliver_faulty(receive, send, status, headers, payload, wanted):
+async def _deliver_faulty(scope, receive, send, status, headers, payload, wanted):
     """Send a reply with a scenario's network fault; the body bytes sent (nothing without a connection)."""
     try:
-        return await faults.deliver(receive, send, status, headers, payload, wanted)
+        return await faults.deliver(scope, send, status, headers, payload, wanted)
     except ConnectionAbortedError:
         log.warning("scenario fault %s needs a real connection; the reply was not sent", ", ".join(wanted))
         return b""
@@ -473,10 +434,6 @@ def header_pairs(headers):
     return [(name.lower().encode(), str(value).encode()) for name, value in headers.items()]
 
 
-def _close_connection(receive):
-    """Close the client connection without a reply (uvicorn exposes its transport on the receive callable)."""
-    cycle = getattr(receive, "__self__", None)
-    transport = getattr(cycle, "transport", None)
-    if transport is None:
-        raise ConnectionAbortedError("scenario dropped the connection")
-    transport.close()
+def _close_connection(scope, receive):
+    """Close the client connection without a reply (edge/faults.py: the scope's connection)."""
+    faults.wire(scope).close_connection()

@@ -21,8 +21,10 @@ journals. Rendering to JSON happens when calls are read.
 import difflib
 import fnmatch
 import weakref
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
+from typing import Any
 
 import orjson
 
@@ -70,7 +72,7 @@ def redact_body(body, secret_value, fields=SECRET_FIELDS, containers=frozenset()
     return body
 
 
-def kept_body(body, operation, status):
+def redacted_body(body, operation, status):
     """A request body of `operation` as the journal keeps it, its secrets masked."""
     secret = "Secret" in operation.operation_id
     validator = operation.body
@@ -125,6 +127,31 @@ def header_lines(headers):
 
 
 EMPTY_REQUEST = b"[{},null]"           # no query, no body: most calls'
+
+
+@dataclass(slots=True, eq=False)
+class Exchange:
+    """One call as the journal takes it (`Journal.record`), field by field. api/pipeline.py's `ApiCall` is one,
+    filled in as the call goes through the request path; contract/proxy.py makes one for a forwarded call."""
+    call_id: int                    # reserved when the call came (`Journal.reserve`): ids follow arrival
+    at: float                       # the world's clock when the call came
+    received: float                 # the wall clock when it came (Unix seconds): what a manual clock cannot say
+    method: str
+    path: str                       # without the sandbox prefix and /api/v1
+    operation: Any = None           # the document's Operation, or None (no route matched)
+    query: dict = field(default_factory=dict)
+    headers_kept: bytes = b""       # the request's headers as kept: `name: value` lines, the credential cut
+    body: Any = None                # the request body as read (JSON), or None
+    status: int = 0
+    response: bytes = b""           # the reply's body as sent
+    reply_headers: list = field(default_factory=list)      # (name, value) byte pairs sent
+    duration: float = 0.0           # seconds from came to answered
+    rule: str | None = None         # the scenario rule that shaped the reply
+    request_id: str | None = None
+    token_name: str | None = None   # the name of the caller's token; None when the call was not authenticated
+    fault: str | None = None        # the network faults of that rule (comma-separated), None when sent as made
+    drift: list | None = None       # a forwarded call's findings against the document ([] when none)
+    trace_id: str | None = None     # the call's trace (32 hex digits), when tracing is on (edge/tracing.py)
 
 
 class Budget:
@@ -211,23 +238,13 @@ class Journal:
         self.next_id += 1
         return ident
 
-    def add(self, ident, *, at, method, path, operation, query, headers, body, status, response, duration, rule,
-            request_id=None, token=None, reply_headers=(), drift=None, fault=None, trace_id=None):
-        """Store one call. `operation` is the matched Operation or None; `response` the body bytes;
-        `token` the name of the caller's token (None when the call was not authenticated); `headers` the
-        request's, already redacted (`name: value` lines, a dict or byte pairs); `reply_headers` the (name, value)
-        byte pairs sent; `drift` the findings of a call forwarded to the upstream; `fault` the network faults of a
-        scenario rule that shaped the reply (their names, comma-separated), None when it went out as made;
-        `trace_id` the id of the call's trace (32 hex digits), when tracing is on (edge/tracing.py)."""
-        return self.record(ident, at, method, path, operation, query, headers, body, status, response, duration, rule,
-                           request_id, token, reply_headers, drift, fault, trace_id)
-
-    def record(self, ident, at, method, path, operation, query, headers, body, status, response, duration, rule,
-               request_id, token, reply_headers, drift, fault, trace_id):
-        """`add` by position (the request path's every call: a call by keyword costs more)."""
+    def record(self, call: Exchange):
+        """Keep one call (redacted, bounded: see the module); its id."""
+        body, operation, status, path = call.body, call.operation, call.status, call.path
         if body is not None and operation is not None:
-            body = kept_body(body, operation, status)
+            body = redacted_body(body, operation, status)
         truncated = None
+        query = call.query
         if query:
             query = credentials.query(query)
         request = EMPTY_REQUEST if not query and body is None else orjson.dumps((query, body))
@@ -239,29 +256,32 @@ class Journal:
                 request = orjson.dumps((query, cut))
         if request is not EMPTY_REQUEST:
             request = bytes(memoryview(request))
+        response = call.response
         if len(response) > self.body_limit:
             truncated = {**(truncated or {}), "response": len(response)}
             response = response[:self.body_limit]
-        response, request_headers = self._shared(path, response, header_lines(headers))
-        reply_headers = b"\n".join(map(b": ".join, reply_headers))
+        response, request_headers = self._shared(path, response, call.headers_kept)
+        reply_headers = b"\n".join(map(b": ".join, call.reply_headers))
+        request_id, fault, trace_id = call.request_id, call.fault, call.trace_id
         size = (OVERHEAD + len(path) + len(request) + len(request_headers) + len(response) + len(reply_headers)
                 + len(request_id or "") + len(fault or "") + len(trace_id or ""))
+        drift = None if call.drift is None else orjson.dumps(call.drift)
         if drift is not None:
-            drift = orjson.dumps(drift)
             size += len(drift)
-        call = Call(ident, at, method, path, operation, status, duration, rule, request_id, token, truncated, request,
-                    response, reply_headers, request_headers, drift, fault, trace_id, size)
+        kept = Call(call.call_id, call.at, call.method, path, operation, status, call.duration, call.rule, request_id,
+                    call.token_name, truncated, request, response, reply_headers, request_headers, drift, fault,
+                    trace_id, call.received, size)
         added = 0
         if self.entries.length >= self.size:     # full: the oldest goes first (a journal of fewer than
             added -= self.entries.drop_oldest()  # BLOCK + KEEP calls then never packs)
             self.dropped += 1
-        added += self.entries.append(call)
+        added += self.entries.append(kept)
         self.bytes += added
         if self.budget is not None:
             self.budget.total += added
             if self.budget.total > self.budget.limit:
                 self.budget.trim()
-        return ident
+        return call.call_id
 
     def _shared(self, path, response, request_headers):
         """The reply and request headers to keep: those of the path's call before when the bytes are the same (a
@@ -372,6 +392,7 @@ class Journal:
             "response_headers": dict(call.response_headers()), "response": response_body,
             "duration_ms": round(call.duration * 1000, 3), "scenario_rule": call.rule, "request_id": call.request_id,
             "token": call.token, "webhook_deliveries": list(deliveries),
+            "received_at": None if call.received is None else iso(call.received),
         }
         findings = call.findings()
         if findings is not None:

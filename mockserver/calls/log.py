@@ -1,7 +1,7 @@
 """One journaled call (`Call`), and the order a journal keeps its calls in (`CallLog`).
 
-The newest calls (KEEP to KEEP + BLOCK - 1 of them) are kept as objects; every BLOCK calls that fall
-behind the newest KEEP are packed into one `Block`: pickled and compressed with zstd (level 1), the
+The newest calls (UNPACKED to UNPACKED + BLOCK - 1 of them) are kept as objects; every BLOCK calls that fall
+behind the newest UNPACKED are packed into one `Block`: pickled and compressed with zstd (level 1), the
 small fields filters read (HEADS) apart from the bodies and headers (BODIES). A fleet's calls repeat
 themselves (the same polls, headers and replies), so a block holds a call in a small part of the bytes the
 object needs, for little CPU a call (the figures, and the codecs and block sizes tried: docs/performance.md).
@@ -23,7 +23,7 @@ import zstandard
 from mockserver.calls import credentials
 
 BLOCK = 128                     # calls packed together (fewer compress worse; more gain nothing)
-KEEP = 32                       # the newest calls always kept as objects (a read of the last 20 unpacks nothing)
+UNPACKED = 32                       # the newest calls always kept as objects (a read of the last 20 unpacks nothing)
 BLOCK_OVERHEAD = 200            # bytes a block costs besides its compressed bytes: the object, its operations
 OVERHEAD = 480                  # bytes a call kept as an object costs besides its strings and bodies: the object,
                                 # the headers of its strings, numbers and the allocator's own; set so that what
@@ -41,7 +41,7 @@ def _codec():
 
 
 HEADS = ("id", "at", "method", "path", "operation", "status", "duration", "rule", "request_id", "token",
-         "truncated", "fault")                      # what filters, counts and the inspector's rows read
+         "truncated", "fault", "received")          # what filters, counts and the inspector's rows read
 BODIES = ("request", "response", "reply_headers", "request_headers", "drift", "trace_id")   # the rest: read for a match
 FIELDS = HEADS + BODIES
 
@@ -53,7 +53,9 @@ class Call:
     mock answered,
     and for a call forwarded to the upstream (contract/proxy.py) the JSON of its drift findings, `[]` when none;
     `fault` names the network faults a scenario rule shaped the reply with (`truncate`, `reset, dribble`), None
-    for a reply sent as it was made; `trace_id` the call's trace (32 hex digits) when tracing is on, else None."""
+    for a reply sent as it was made; `trace_id` the call's trace (32 hex digits) when tracing is on, else None;
+    `received` the wall clock when the call came (Unix seconds; `at` is the world's clock, which a manual clock
+    holds still)."""
 
     __slots__ = (*FIELDS, "size")
 
@@ -61,13 +63,13 @@ class Call:
                  rule: str | None, request_id: str | None, token: str | None, truncated: dict | None,
                  request: bytes, response: bytes, reply_headers: bytes = b"", request_headers: bytes = b"",
                  drift: bytes | None = None, fault: str | None = None, trace_id: str | None = None,
-                 size: int | None = None) -> None:
+                 received: float | None = None, size: int | None = None) -> None:
         # by position or by name; `size` when the caller measured it already (the journal, on every call)
         self.id, self.at, self.method, self.path, self.operation = id, at, method, path, operation
         self.status, self.duration, self.rule, self.request_id, self.token = status, duration, rule, request_id, token
         self.request, self.response, self.truncated = request, response, truncated
         self.request_headers, self.reply_headers = request_headers, reply_headers
-        self.drift, self.fault, self.trace_id = drift, fault, trace_id
+        self.drift, self.fault, self.trace_id, self.received = drift, fault, trace_id, received
         self.size = self.measure() if size is None else size
 
     def measure(self) -> int:
@@ -226,7 +228,7 @@ class CallLog:
     def append(self, call):
         self.recent.append(call)
         self.length += 1
-        if len(self.recent) < BLOCK + KEEP:
+        if len(self.recent) < BLOCK + UNPACKED:
             return call.size
         packed = [self.recent.popleft() for _ in range(BLOCK)]
         block = Block(packed)

@@ -235,7 +235,7 @@ OPTIONS = (
     Option("--allocator", ("MOCKSERVER_ALLOCATOR",), one_of(*allocator.CHOICES), "memory allocator: "
            "jemalloc (where installed: Debian's libjemalloc2) costs the least CPU per request and "
            "hands the memory of deleted and sleeping sandboxes back to the system; malloc (the C library's own) "
-           "hands it back too, at about a fifth more CPU; pymalloc (Python's own) is cheap but keeps freed "
+           "hands it back too, at more CPU per request; pymalloc (Python's own) is cheap but keeps freed "
            "memory; auto (default): jemalloc where installed, else malloc. The process restarts itself once at "
            "start to apply it", "auto|jemalloc|malloc|pymalloc"),
     Option("--control-token", ("MOCKSERVER_CONTROL_TOKEN",), str, "require 'Authorization: Bearer "
@@ -734,9 +734,10 @@ def usage_lines(report, args):
     return lines
 
 
-def guarded_protocol(settings):
-    """uvicorn's protocol with the limits below HTTP (process/connections.py); the open-file limit raised first, and
-    --max-connections lowered (and said so) when that limit cannot hold them."""
+def guarded_protocol(settings, app=None):
+    """uvicorn's protocol with the limits below HTTP (process/connections.py), handed `app` for the direct path
+    (process/direct.py); the open-file limit raised first, and --max-connections lowered (and said so) when that
+    limit cannot hold them."""
     from mockserver.process.connections import Limits, connection_budget, protocol, raise_fd_limit
     fd_limit = raise_fd_limit()
     connections = connection_budget(settings.max_connections, fd_limit)
@@ -744,7 +745,7 @@ def guarded_protocol(settings):
         print(f"mockserver: the open-file limit is {fd_limit}: at most {connections} connections at once "
               f"(--max-connections {settings.max_connections} lowered)", file=sys.stderr, flush=True)
     return protocol(Limits(settings.header_timeout, settings.body_timeout, settings.max_header_size, connections,
-                           settings.write_timeout))
+                           settings.write_timeout), app)
 
 
 def _public(address):
@@ -790,7 +791,7 @@ def serve(settings, variables=None):
     # no Server header (the platform names no server); a recording proxy sends the upstream's headers as they
     # came: no Date header of its own either. Proxy headers are not read: only `/` uses a forwarded scheme/host
     config = uvicorn.Config(server, host=settings.host, port=settings.port, log_level=settings.log_level,
-                            access_log=False, lifespan="on", http=guarded_protocol(settings), ws="none",
+                            access_log=False, lifespan="on", http=guarded_protocol(settings, server), ws="none",
                             loop="uvloop", timeout_graceful_shutdown=settings.shutdown_timeout, proxy_headers=False,
                             server_header=False, date_header=not settings.upstream)
     print("\n".join(start_lines(settings, server, listener.getsockname()[1], variables)), file=sys.stderr,

@@ -51,10 +51,10 @@ RUNNING = ("DEPLOYED", "RESTARTED")
 ROUTES = {**dict.fromkeys(("DEPLOYMENT_QUEUED", "BUILDING", "DEPLOYING", "DEPLOYED"), (("deploy",), None)),
           **dict.fromkeys(("STOP_QUEUED", "STOPPING", "STOPPED"), (("deploy", "stop"), None)),
           **dict.fromkeys(("RESTART_QUEUED", "RESTARTING", "RESTARTED"), (("deploy", "restart"), None)),
-          "BUILD_ERROR": (("deploy",), {"fail_at": "BUILDING", "fail_state": "BUILD_ERROR"}),
-          "DEPLOYMENT_ERROR": (("deploy",), {"fail_at": "DEPLOYING", "fail_state": "DEPLOYMENT_ERROR"}),
-          "STOP_ERROR": (("deploy", "stop"), {"fail_state": "STOP_ERROR"}),
-          "RESTART_ERROR": (("deploy", "restart"), {"fail_state": "RESTART_ERROR"})}
+          "BUILD_ERROR": (("deploy",), {"fail_at": "BUILDING", "state": "BUILD_ERROR"}),
+          "DEPLOYMENT_ERROR": (("deploy",), {"fail_at": "DEPLOYING", "state": "DEPLOYMENT_ERROR"}),
+          "STOP_ERROR": (("deploy", "stop"), {"state": "STOP_ERROR"}),
+          "RESTART_ERROR": (("deploy", "restart"), {"state": "RESTART_ERROR"})}
 STEP_SECONDS = 0.25                             # how far the clock moves between two looks at a service
 MAX_STEPS = 2400                                # 10 minutes of the sandbox's clock at most
 NAME_LIMIT = 200

@@ -38,7 +38,7 @@ import httpx
 import orjson
 
 from mockserver.calls import credentials, har
-from mockserver.calls.journal import REDACTED, SECRET_FIELDS, redact_authorization
+from mockserver.calls.journal import REDACTED, SECRET_FIELDS, Exchange, header_lines, redact_authorization
 from mockserver.contract import drift
 from mockserver.contract.harvest import Harvest
 from mockserver.core.errors import ApiError, StartupError
@@ -247,12 +247,12 @@ class Recorder:
             if self.harvest is not None and isinstance(reply, dict):
                 self.harvest.take(operation, params, exchange.status, mask(reply, secret))
         findings = credentials.body(findings)     # a finding may quote a value that was sent
-        rt.journal.add(ident, at=rt.clock.now(), method=exchange.method, path=exchange.path, operation=operation,
-                       query=exchange.query, headers=exchange.journal_headers(),
-                       body=exchange.journal_body(request, secret), status=exchange.status,
-                       response=exchange.journal_reply(reply, secret), duration=elapsed, rule=None,
-                       request_id=exchange.request_id(), token=None, reply_headers=exchange.journal_reply_headers(),
-                       drift=findings)
+        rt.journal.record(Exchange(
+            call_id=ident, at=rt.clock.now(), received=time.time() - elapsed, method=exchange.method,
+            path=exchange.path, operation=operation, query=exchange.query,
+            headers_kept=header_lines(exchange.journal_headers()), body=exchange.journal_body(request, secret),
+            status=exchange.status, response=exchange.journal_reply(reply, secret), duration=elapsed,
+            request_id=exchange.request_id(), reply_headers=exchange.journal_reply_headers(), drift=findings))
         call = rt.journal.newest()
         if self.calls is not None:
             self.calls.append(call)

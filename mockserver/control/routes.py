@@ -125,8 +125,8 @@ async def health(request):
     if mock.saver is not None:
         body["state_file"] = mock.saver.describe()
         body["state_file"]["changes"] = mock.changelog.describe() if mock.changelog else PROMISES["off"]
-        problems = [problem for problem in (mock.saver.problem(), mock.changelog and mock.changelog.problem())
-                    if problem]
+        found = (mock.saver.health_problem(), mock.changelog and mock.changelog.health_problem())
+        problems = [problem for problem in found if problem]
         if problems:                                 # still serving: the saves, or changes, are what fails
             body["status"] = "degraded"
             body["problems"] = problems

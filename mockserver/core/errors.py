@@ -46,13 +46,13 @@ class ApiError(Exception):
         rendered = _RENDERED.get(key)
         if rendered is None:
             rendered = orjson.dumps(self.body())
-            if len(_RENDERED) >= RENDERED_KEPT:
+            if len(_RENDERED) >= RENDER_CACHE:
                 _RENDERED.clear()
             _RENDERED[key] = rendered
         return rendered
 
 
-RENDERED_KEPT = 256                             # error bodies without details kept rendered, by status and message
+RENDER_CACHE = 256                             # error bodies without details kept rendered, by status and message
 _RENDERED: dict[tuple, bytes] = {}
 
 

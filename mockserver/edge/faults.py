@@ -14,17 +14,36 @@ instead of sending it itself):
   much of the body, then a TCP reset (RST, not an orderly close), the way a crashed peer or a
   middlebox ends a connection.
 
-The connection is reached through the transport uvicorn's protocol (process/connections.py) keeps on the
-request's receive callable. Without one (an in-process test client) a cut cannot happen; the call
+The connection is reached through the request's scope: `serve`'s protocol (process/connections.py) puts
+itself there under WIRE, as a `Wire`. Without one (an in-process test client) a cut cannot happen; the call
 then fails with ConnectionAbortedError, as a dropped connection does.
 """
 
 import asyncio
-import socket
-import struct
+from typing import Protocol
 
 FAULTS = ("truncate", "malformed_body", "dribble", "reset")
 SETTLE = 0.05          # seconds between the last bytes written and the reset, so that they reach the peer
+WIRE = "mock.wire"     # where a request's scope holds its connection (a Wire), when it came over one
+
+
+class Wire(Protocol):
+    """A request's connection, as the server's protocol lends it: ended in order or with a reset, and the request
+    being answered told that its client is gone (the server then does not try to finish its reply)."""
+
+    def close_connection(self) -> None:
+        """Close it in order, what was written first."""
+
+    def reset_connection(self) -> None:
+        """End it with a TCP reset (RST), what was written dropped."""
+
+
+def wire(scope):
+    """The scope's connection, or ConnectionAbortedError (an in-process client has none)."""
+    found = scope.get(WIRE)
+    if found is None:
+        raise ConnectionAbortedError("a scenario fault needs a real connection")
+    return found
 
 
 def of(effects):
@@ -57,7 +76,7 @@ def pieces(body, dribble):
     return [body[i:i + size] for i in range(0, len(body), size)]
 
 
-async def deliver(receive, send, status, headers, payload, faults):
+async def deliver(scope, send, status, headers, payload, faults):
     """Send a reply with its faults; the bytes of the body that were sent (what the journal keeps)."""
     body = malformed(payload, faults["malformed_body"]) if "malformed_body" in faults else payload
     headers = [pair for pair in headers if pair[0] != b"content-length"]
@@ -69,17 +88,16 @@ async def deliver(receive, send, status, headers, payload, faults):
         await _send_body(send, status, headers, body, faults.get("dribble"))
         return body
     kept = body[:cut_at(len(body), cut)]
-    transport = _transport(receive)
+    connection = wire(scope)
     await send({"type": "http.response.start", "status": status, "headers": headers})
-    # sent even when nothing of the body is kept: a server may hold the head until a body message comes (ASGI;
-    # `serve` does, to write both at once: process/onewrite.py), and the client must see the head before the cut
+    # sent even when nothing of the body is kept: a server may hold the head until a body message comes (ASGI
+    # allows it), and the client must see the head before the cut
     await send({"type": "http.response.body", "body": kept, "more_body": True})
     if "reset" in faults:
         await asyncio.sleep(SETTLE)
-        _reset(transport)
+        connection.reset_connection()
     else:
-        transport.close()
-    _disconnected(receive)
+        connection.close_connection()
     return kept
 
 
@@ -90,29 +108,3 @@ async def _send_body(send, status, headers, body, dribble):
         if index and dribble:
             await asyncio.sleep(dribble["delay_ms"] / 1000)
         await send({"type": "http.response.body", "body": part, "more_body": index + 1 < len(parts)})
-
-
-def _transport(receive):
-    cycle = getattr(receive, "__self__", None)
-    transport = getattr(cycle, "transport", None)
-    if transport is None:
-        raise ConnectionAbortedError("a scenario fault needs a real connection")
-    return transport
-
-
-def _reset(transport):
-    """Close with a TCP reset: lingering off (SO_LINGER 0) turns the close into an RST."""
-    sock = transport.get_extra_info("socket")
-    if sock is not None:
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        except OSError:                        # not a TCP socket (a Unix socket): an abort is the nearest
-            pass
-    transport.abort()
-
-
-def _disconnected(receive):
-    """Tell the request cycle its connection is gone, so the server does not try to finish the reply."""
-    cycle = getattr(receive, "__self__", None)
-    if cycle is not None and hasattr(cycle, "disconnected"):
-        cycle.disconnected = True

@@ -2,7 +2,7 @@
 it, which one is in force, and how freed memory goes back to the system.
 
 - `jemalloc`: the C library jemalloc (Debian's `libjemalloc2`), preloaded, with every Python object
-  allocated through it (`PYTHONMALLOC=malloc`). Measured the cheapest per request and it hands freed pages
+  allocated through it (`PYTHONMALLOC=malloc`). The cheapest per request (docs/performance.md), and it hands freed pages
   back when asked (`arena.<all>.purge`).
 - `malloc`: the C library's own allocator (glibc), every Python object through it; freed pages go back by
   `malloc_trim`. Costs more CPU per request than either of the others (many small blocks).

@@ -30,16 +30,17 @@ request, read no clock.
 
 A plain API call is answered at once, without ASGI (`_may_direct`, `_direct`): a GET, POST, PUT, PATCH or
 DELETE of HTTP/1.1 kept alive, with nothing before it on the connection, whose message ends in the chunk that
-brought its head, is offered whole to the app's `direct` (app.py), which answers it through the same pipeline
-steps or declines; its reply is written whole, like any other, and the connection waits for the next request.
-No cycle, task or ASGI message is made for it: about a third of a request's instructions (docs/performance.md).
-The common case, a chunk that is exactly one plain request, skips even the parser's steps: it is read in one
-step (process/wholerequest.py) and offered as it is; any other chunk goes to the parser. A request whose body
-goes on in a later chunk, or that the app declines (offered once, whichever way it was read), goes through
-uvicorn's cycle and the app as before, started in the same callback that would have started it without this.
-At most one request of a chunk is answered at once: the others a pipelining client sent with it go through ASGI,
-a task each, as they would without this, so that a burst on one connection takes turns with the other
-connections instead of being answered whole inside one callback.
+brought its head, is offered whole to the `DirectApp` the protocol was given (process/direct.py: the seam), which
+answers it through the same pipeline steps or declines; its reply is written whole, like any other, and the
+connection waits for the next request. No cycle, task or ASGI message is made for it. A request whose body goes
+on in a later chunk, or that the app declines, goes through uvicorn's cycle and the app as before, started in the
+same callback that would have started it without this. At most one request of a chunk is answered at once: the
+others a pipelining client sent with it go through ASGI, a task each, as they would without this, so that a burst
+on one connection takes turns with the other connections instead of being answered whole inside one callback.
+
+The protocol is uvicorn's httptools protocol, subclassed: what of uvicorn's insides it reads, writes or overrides
+is named in `UVICORN_INSIDES` below, and tests/process/test_uvicorn_insides.py checks each against the uvicorn
+installed, so that an upgrade that moves one fails there, by name (pyproject.toml pins the range tested).
 
 Replies written here are the spec's error body with `Connection: close`. After one, the
 connection reads and discards what the client still sends for a moment (at most LINGER seconds
@@ -51,20 +52,18 @@ system allows; `connection_budget` keeps `max_connections` below what that limit
 
 import itertools
 import logging
+import socket
+import struct
 from dataclasses import dataclass
 
 import httptools
-from uvicorn.protocols.http import httptools_impl as _impl
-from uvicorn.protocols.http.httptools_impl import (
-    STATUS_LINE,
-    HttpToolsProtocol,
-    RequestResponseCycle,
-)
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from mockserver.core.errors import ApiError
+from mockserver.edge.faults import WIRE
 from mockserver.edge.requestid import request_id
-from mockserver.process.onewrite import JOIN_BELOW, OneWrite
-from mockserver.process.wholerequest import DIRECT_METHODS, whole_request
+from mockserver.process.direct import DirectApp, Whole, head
+from mockserver.process.direct import Reply as _Reply
 
 LINGER = 1.0                     # seconds a refused connection still reads before it closes
 LINGER_BYTES = 1024 * 1024       # ... and bytes
@@ -72,7 +71,25 @@ SWEEP = 0.25                     # seconds between two looks at the connections'
 FD_RESERVE = 100                 # open files kept for everything but connections (state file, webhooks, logs)
 FD_TARGET = 1024 * 1024          # the soft limit asked for when the hard one is unlimited
 REPORT_EVERY = 60.0              # seconds between two log lines about connections closed for not reading
+JOIN_BELOW = 4096                # bytes of body under which a direct reply's head and body are joined for one write
+DIRECT_METHODS = (b"GET", b"POST", b"PUT", b"PATCH", b"DELETE")      # requests the direct path may answer
 _base = HttpToolsProtocol          # the steps run for every request call it directly: cheaper than super()
+
+# What of uvicorn's httptools protocol this module uses beyond its constructor: the methods it overrides and
+# calls, and the attributes it reads or sets on the protocol, its request-response cycle, its flow control and
+# the server's state. A uvicorn that drops or renames one breaks here: tests/process/test_uvicorn_insides.py
+# names the one missing.
+UVICORN_INSIDES = {
+    "HttpToolsProtocol": ("connection_made", "connection_lost", "data_received", "resume_writing",
+                          "on_message_begin", "on_headers_complete", "on_body", "on_message_complete",
+                          "on_response_complete", "app", "loop", "transport", "flow", "parser", "cycle", "pipeline",
+                          "connections", "server_state", "timeout_keep_alive", "expect_100_continue", "url",
+                          "headers", "scope"),
+    "RequestResponseCycle": ("response_started", "response_complete", "disconnected", "keep_alive", "more_body",
+                             "body", "message_event", "transport"),
+    "FlowControl": ("write_paused", "resume_reading"),
+    "ServerState": ("default_headers", "total_requests"),
+}
 IDLE_ORDER = itertools.count()   # connections in the order they fell idle: the oldest gives its place first
 log = logging.getLogger("mockserver")
 
@@ -86,9 +103,10 @@ class Limits:
     write_timeout: float = 30.0
 
 
-def protocol(limits):
-    """The protocol class uvicorn is given (`http=`), bound to these limits."""
-    return type("GuardedProtocol", (GuardedProtocol,), {"limits": limits})
+def protocol(limits, app: DirectApp | None = None):
+    """The protocol class uvicorn is given (`http=`), bound to these limits and, for the direct path, to the app that
+    answers a request that came whole (process/direct.py; None: every request goes through ASGI)."""
+    return type("GuardedProtocol", (GuardedProtocol,), {"limits": limits, "direct_app": app})
 
 
 class _Answered(Exception):
@@ -98,12 +116,11 @@ class _Answered(Exception):
 class Guard:
     """What the limits note on one connection. Kept apart from the protocol object: uvicorn's protocol holds
     27 attributes, and an instance of more than 30 loses the dictionary layout its class's instances share,
-    which makes every attribute read of uvicorn's own code on it slower (measured: a fifth of a request's
-    instructions at the floor)."""
+    which makes every attribute read of uvicorn's own code on it slower (docs/performance.md)."""
 
     __slots__ = ("deadline", "expired", "in_head", "head_bytes", "fed", "now", "waiting_since", "answered",
                  "refusal", "discarded", "write_deadline", "write_pending", "dropped", "running", "idle_until",
-                 "held", "declined", "spent")
+                 "held", "spent")
 
     def __init__(self, now):
         self.deadline = None     # when the header or body timeout in force runs out (loop time)
@@ -121,9 +138,8 @@ class Guard:
         self.dropped = False         # dropped for that
         self.running = None          # the request being answered (cycle is the one read last, maybe behind it)
         self.idle_until = None       # when a kept-alive connection that sent nothing more is closed (loop time)
-        self.held = None             # the body so far of a request offered to the app's `direct` (only while a
+        self.held = None             # the body so far of a request held for the direct path (only while a
                                      # chunk is parsed: see GuardedProtocol._may_direct)
-        self.declined = False        # the app's `direct` declined the request of the chunk being parsed
         self.spent = False           # a request of the chunk being parsed was answered at once: the others of
                                      # it go through ASGI, a task each, so that a pipelined burst takes its turns
                                      # with other connections' requests (see GuardedProtocol._may_direct)
@@ -146,8 +162,7 @@ AT_ONCE = _AtOnce()
 
 class GuardedProtocol(HttpToolsProtocol):
     limits = Limits()
-    direct = None                # the app's `direct` (app.py), read once per server: see `_direct`
-    direct_of = None             # ... and the app it was read from
+    direct_app: DirectApp | None = None   # answers a request that came whole (`protocol`), or None
     sweeper = None               # the timer of the next sweep of this server's connections, while any are open
     unread = 0                   # connections closed for not reading their replies, not yet in the log
     report_at = 0.0              # when the log may next say so (loop time)
@@ -156,9 +171,6 @@ class GuardedProtocol(HttpToolsProtocol):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.guard = Guard(self.loop.time())
-        cls = type(self)
-        if cls.direct_of is not self.app:        # one class per server (`protocol`): read at its first connection
-            cls.direct_of, cls.direct = self.app, getattr(self.app, "direct", None)
 
     # ------------------------------------------------------------ the connection
     def connection_made(self, transport):
@@ -182,9 +194,21 @@ class GuardedProtocol(HttpToolsProtocol):
             self._gone()
         super().resume_writing()
 
-    def _start_asgi_task(self, cycle, app):
-        self.guard.running = cycle
-        _base._start_asgi_task(self, cycle, app)
+    def close_connection(self):
+        """edge/faults.py's Wire: close the connection in order, the requests under way told their client is gone."""
+        self._gone()
+        self.transport.close()
+
+    def reset_connection(self):
+        """edge/faults.py's Wire: end the connection with a TCP reset (lingering off turns the close into an RST)."""
+        self._gone()
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            except OSError:                      # not a TCP socket (a Unix socket): an abort is the nearest
+                pass
+        self.transport.abort()
 
     def _gone(self):
         """Tell the request being answered, and the one read last, that the client is gone: their next send
@@ -225,13 +249,6 @@ class GuardedProtocol(HttpToolsProtocol):
         guard.fed = len(data)
         guard.spent = False
         if guard.in_head:
-            if not guard.head_bytes and self.direct is not None and self._free():   # a request may begin here
-                request = whole_request(data, self.limits.max_header_size)
-                if request is not None:
-                    if self._direct(*request):
-                        guard.deadline = None    # the request is whole and answered, as at its message's end
-                        return
-                    guard.declined = True        # the parser's steps do not offer it again
             guard.head_bytes += guard.fed
         try:
             self.parser.feed_data(data)
@@ -241,9 +258,8 @@ class GuardedProtocol(HttpToolsProtocol):
             if not guard.answered:               # else a step below stopped the parser after its own reply
                 self._refuse(400, f"malformed HTTP request: {error}")
             return
-        if guard.held is not None:               # a request held for `direct` whose message goes on in a later
-            self._start_held(complete=False)     # chunk: through ASGI now, with the body that came
-        guard.declined = False
+        if guard.held is not None:               # a request held for the direct path whose message goes on in a
+            self._start_held(complete=False)     # later chunk: through ASGI now, with the body that came
         if guard.in_head and guard.head_bytes > self.limits.max_header_size:
             self._too_large()
 
@@ -268,7 +284,7 @@ class GuardedProtocol(HttpToolsProtocol):
         guard.deadline, guard.expired = guard.now + self.limits.body_timeout, self._body_too_slow
         if self.url[:1] != b"/":
             self._absolute_form()
-        if self.direct is not None and not guard.declined and self._may_direct():
+        if self.direct_app is not None and self._may_direct():
             guard.held = []                      # started when its message ends, or when this chunk does
             return
         self._start()
@@ -283,16 +299,17 @@ class GuardedProtocol(HttpToolsProtocol):
         self.headers[:] = [(name, value) for name, value in self.headers if name != b"host"] + [(b"host", authority)]
 
     def _start(self):
-        """uvicorn's step: the request's ASGI cycle made, and its task started (or queued behind the one before)."""
-        _impl.RequestResponseCycle = OneWrite    # the cycle uvicorn makes now sends its reply in one write
-        try:                                     # (process/onewrite.py); no other server's cycle is made meanwhile
-            _base.on_headers_complete(self)
-        finally:
-            _impl.RequestResponseCycle = RequestResponseCycle
+        """uvicorn's step: the request's ASGI cycle made, and its task started (or queued behind the one before).
+        Its scope lends it this connection (edge/faults.py's WIRE)."""
+        self.scope[WIRE] = self
+        _base.on_headers_complete(self)
+        cycle = self.cycle
+        if not self.pipeline or self.pipeline[0][0] is not cycle:
+            self.guard.running = cycle           # started now, not queued behind the one being answered
 
     def _start_held(self, complete):
-        """A request held for `direct` goes through ASGI after all, with the body it has so far (`complete`: all of
-        it): as if its cycle had been made with its head."""
+        """A request held for the direct path goes through ASGI after all, with the body it has so far (`complete`:
+        all of it): as if its cycle had been made with its head."""
         body, self.guard.held = b"".join(self.guard.held), None
         self._start()
         cycle = self.cycle
@@ -319,29 +336,26 @@ class GuardedProtocol(HttpToolsProtocol):
         return (self.cycle is None or self.cycle.response_complete) and not self.pipeline and not self.flow.write_paused
 
     def _direct(self, method, url, headers, body):
-        """Offer a whole request to the app's `direct` (app.py); True when it answered: the reply is written whole
+        """Offer a whole request to the app (process/direct.py); True when it answered: the reply is written whole
         and the connection waits for the next request, as after any reply."""
         try:
-            answer = self.direct(method, url, headers, body)
+            reply = self.direct_app.answer_whole(Whole(method, url, headers, body))
         except Exception:                        # a bug of the mock's: the spec's 500, as through ASGI (the call
             log.exception("unhandled error in %s %s", method, url.decode("latin-1"))   # is not run again)
             error = ApiError(500, "internal error: the call could not be answered").render()
-            answer = 500, [(b"content-type", b"application/json"), (b"x-request-id", request_id(None).encode()),
-                           (b"content-length", b"%d" % len(error))], error
-        if answer is None:
+            reply = _Reply(500, [(b"content-type", b"application/json"), (b"x-request-id", request_id(None).encode()),
+                                 (b"content-length", b"%d" % len(error))], error)
+        if reply is None:
             return False
-        # no header check here, unlike a reply through ASGI (process/onewrite.py): every header of a direct reply is
-        # the mock's own (numbers, constants) or the client's X-Request-Id, which edge/requestid.py admits only as
-        # visible ASCII
-        status, headers, payload = answer
+        # no header check here, unlike a reply through ASGI: every header of a direct reply is the mock's own
+        # (numbers, constants) or the client's X-Request-Id, which edge/requestid.py admits only as visible ASCII
         self.cycle = AT_ONCE
         self.guard.spent = True
-        lines = b"\r\n".join(map(b": ".join, [*self.server_state.default_headers, *headers]))
-        head = b"".join((STATUS_LINE[status], lines, b"\r\n\r\n" if lines else b"\r\n"))
-        if len(payload) < JOIN_BELOW:
-            self.transport.write(head + payload)
-        else:                                    # as process/onewrite.py: one writev, the body not copied
-            self.transport.writelines((head, payload))
+        written = head(reply.status, [*self.server_state.default_headers, *reply.headers])
+        if len(reply.body) < JOIN_BELOW:
+            self.transport.write(written + reply.body)
+        else:                                    # one writev (uvloop), the body not copied
+            self.transport.writelines((written, reply.body))
         self.on_response_complete()
         return True
 
@@ -370,16 +384,17 @@ class GuardedProtocol(HttpToolsProtocol):
         guard.in_head, guard.head_bytes = True, 0
 
     def on_response_complete(self):
-        """uvicorn's step, but the keep-alive timeout is a deadline noted for the sweep, not a timer."""
-        self.server_state.total_requests += 1
+        """uvicorn's step, but while no request waits behind this one the keep-alive timeout is a deadline noted for
+        the sweep, not a timer; a request sent while this one was answered is started by uvicorn's own step."""
         guard = self.guard
         guard.waiting_since = next(IDLE_ORDER)
-        if not self.transport.is_closing():
-            self.flow.resume_reading()
-            if self.pipeline:                    # the next request, sent while this one was answered
-                cycle, app = self.pipeline.pop()
-                self._start_asgi_task(cycle, app)
-            else:
+        if self.pipeline and not self.transport.is_closing():
+            guard.running = self.pipeline[-1][0]
+            _base.on_response_complete(self)     # it starts that request's task
+        else:
+            self.server_state.total_requests += 1
+            if not self.transport.is_closing():
+                self.flow.resume_reading()
                 guard.idle_until = self.loop.time() + self.timeout_keep_alive
         if guard.refusal is not None:            # a request behind this one was refused: its reply comes now
             self._answer(*guard.refusal)
@@ -498,8 +513,7 @@ class GuardedProtocol(HttpToolsProtocol):
         headers = [*self.server_state.default_headers, (b"content-type", b"application/json"),
                    (b"content-length", str(len(body)).encode()), (b"connection", b"close"),
                    (b"x-request-id", request_id(None).encode()), *extra]
-        self.transport.write(b"".join([STATUS_LINE[status], *(b"%s: %s\r\n" % pair for pair in headers),
-                                       b"\r\n", body]))
+        self.transport.write(head(status, headers) + body)
         if self.transport.can_write_eof():
             self.transport.write_eof()
         self.flow.resume_reading()

@@ -13,6 +13,8 @@ import signal
 import uvicorn
 
 STOPS = (signal.SIGINT, signal.SIGTERM)
+# What of uvicorn's Server this module uses beyond its constructor and `run` (tests/process/test_uvicorn_insides.py)
+UVICORN_SERVER_INSIDES = ("capture_signals", "handle_exit")
 
 
 class Server(uvicorn.Server):

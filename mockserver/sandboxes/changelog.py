@@ -340,7 +340,7 @@ class ChangeLog:
             self.fd = None
 
     # ------------------------------------------------------------ health
-    def problem(self):
+    def health_problem(self):
         """Why changes are refused now, in one line, or None."""
         if self.failure is None:
             return None
@@ -351,7 +351,7 @@ class ChangeLog:
         """For /_mock/health: the mode, what a durable change costs, and a failure."""
         out = {"durability": self.mode, "promise": PROMISES[self.mode], "segment": self.segment,
                "changes_logged": self.appended, "changes_refused": self.refused, "failing": self.failure is not None,
-               "problem": self.problem()}
+               "problem": self.health_problem()}
         if self.mode == "fsync":
             out["flushes"] = self.flushes
             out["mean_flush_ms"] = round(self.flush_seconds / self.flushes * 1000, 3) if self.flushes else None

@@ -188,7 +188,7 @@ def drop_before(path, segment, keep=None):
                 pass
 
 
-def keep_aside(damage):
+def copy_aside(damage):
     """Copies of the segments that hold damage, as FILE.damaged (a later save deletes the segments themselves);
     the copies' names."""
     kept = []
@@ -220,7 +220,7 @@ def check_damage(path, damage, policy):
             "the damaged bytes (the rest of the log runs again), start with --damaged-log skip (the damaged "
             "segments are kept as FILE.damaged); to start from the last save alone, move the log files "
             f"({path}.log.*) away")
-    kept = keep_aside(damage)
+    kept = copy_aside(damage)
     for place in places:
         log.error("state file %s: change log damaged, its records there left out (--damaged-log skip): %s", path, place)
     log.error("state file %s: the damaged segments were copied to %s", path, ", ".join(kept))

@@ -7,7 +7,7 @@
      "poll_progress": {"reads": 3, "services": {"kind": "APPLICATION"}, "actions": ["DEPLOY"]}}
 
 No option: a copy of the server's start world (fast). `snapshot`: a copy of that snapshot.
-`fixtures`, `seed` or `start`: a world built for them through the handlers (a few ms), since
+`fixtures`, `seed` or `start`: a world built for them through the handlers (slower than a copy), since
 ids, generated values and record times depend on them. `clock`, `rate_limit`, `scenarios`, `poll_progress`
 (a scenario named poll-progress: actions that move by status reads, progress_scenario) and
 `journal_body_limit` (bytes of a body the journal keeps whole) are then applied to the copy. `expires` is the

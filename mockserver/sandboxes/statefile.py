@@ -259,18 +259,18 @@ def _alive(pid):
     return True
 
 
-KEPT_ASIDE = 3                             # --fresh keeps this many set-aside worlds: PATH.previous, .previous.1, .2
+ASIDE_SLOTS = 3                             # --fresh keeps this many set-aside worlds: PATH.previous, .previous.1, .2
 
 
 def aside_paths(path):
     """Where `--fresh` keeps the worlds it set aside, newest first: PATH.previous, PATH.previous.1, ..."""
-    return [f"{path}.previous"] + [f"{path}.previous.{number}" for number in range(1, KEPT_ASIDE)]
+    return [f"{path}.previous"] + [f"{path}.previous.{number}" for number in range(1, ASIDE_SLOTS)]
 
 
 def set_aside(path):
     """`--fresh`: the state file is kept as PATH.previous, and the start is from the fixtures. Worlds set aside
     before move one place down (PATH.previous -> PATH.previous.1 ...), so a second `--fresh` does not write over
-    the first one's; at most KEPT_ASIDE are kept, and the oldest, when one must go, is deleted with a log line
+    the first one's; at most ASIDE_SLOTS are kept, and the oldest, when one must go, is deleted with a log line
     naming it (and when it was saved). Returns the path the file was kept as (None without a file)."""
     if not os.path.exists(path):
         return None
@@ -291,7 +291,7 @@ def set_aside(path):
     if free:
         moved = ", ".join(f"{slots[index - 1]} -> {slots[index]}" for index in range(free, 0, -1))
         log.warning("state file %s: --fresh: kept as %s; the worlds set aside before moved down (%s)%s", path,
-                    slots[0], moved, f"; the oldest, {deleted}, was deleted (--fresh keeps the last {KEPT_ASIDE})"
+                    slots[0], moved, f"; the oldest, {deleted}, was deleted (--fresh keeps the last {ASIDE_SLOTS})"
                     if deleted else "")
     return slots[0]
 
@@ -424,7 +424,7 @@ class Saver:
         self._saved(self.server.changes, log_upto)
         return True
 
-    def problem(self):
+    def health_problem(self):
         """Why saving fails now, in one line, or None."""
         if not self.failures:
             return None

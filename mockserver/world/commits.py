@@ -69,7 +69,7 @@ def make_commit(seed, repository, branch, newest, position):
 
 def commit_ids(seed, repository, branch, count):
     """The ids of a branch's last `count` commits, newest first, one at a time, without making the commits
-    (the hash of the common part of the key is copied, not redone: 100 ids take about 70 µs)."""
+    (the hash of the common part of the key is copied, not redone: docs/performance.md)."""
     common = hashlib.sha256(f"{seed}:{repository}#{branch}:".encode())
     for position in range(count):
         digest = common.copy()

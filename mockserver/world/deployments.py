@@ -93,12 +93,12 @@ class Deployments:
             request.by_reads = ("per_step", effects["reads_per_step"])
         # a step this action's plan has not got (a stop builds nothing, nor does a service of an image):
         # the rule's failure or stall is not for this action, which follows its plan
-        request.stall_at = _step_index(steps, effects.get("stall_at"))
+        request.stall_at = _step_index(steps, effects.get("stall"))
         if effects.get("fail_at"):
             request.fail_at = _step_index(steps, effects["fail_at"])
-            request.fail_state = effects.get("fail_state") if request.fail_at is not None else None
-        elif effects.get("fail_state"):
-            request.fail_at, request.fail_state = len(steps) - 1, effects["fail_state"]
+            request.fail_state = effects.get("state") if request.fail_at is not None else None
+        elif effects.get("state"):
+            request.fail_at, request.fail_state = len(steps) - 1, effects["state"]
         return request
 
     def target(self, params):

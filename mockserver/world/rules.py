@@ -12,13 +12,16 @@ then replaces the reply: the call is committed, then fails.
 A rule expires: after `times` firings, or at `until` on the sandbox's clock (and its `window`, when it
 has one, closes). An expired rule no longer matches, counts nor fires. `fired` counts how often a rule
 acted on a call, `count` how often its conditions held (its `matched`).
+
+Asking and counting are two steps: `matches` only asks whether a call meets the rule's conditions (nothing
+changes); `fires` counts a call that does and says whether the rule acts on it this time (its count, window,
+`nth`/`every`/`first` and probability).
 """
 
 import fnmatch
 import random
 
 from mockserver.core.clock import iso
-from mockserver.edge.faults import FAULTS
 from mockserver.world.strictness import moment, service_matches
 
 BEFORE_AUTH, AFTER_VALIDATION, AFTER_HANDLER = "before_auth", "after_validation", "after_handler"
@@ -58,9 +61,13 @@ class Rule:
                 or (self.until is not None and now >= self.until))
 
     def matches(self, operation, method, path, token, headers, body, now=0.0, target=None):
+        """Whether a call meets the rule's conditions now (a rule that expired meets none); counts nothing."""
+        return not self.expired(now) and self._holds(self.match, operation, method, path, token, headers, body,
+                                                      target)
+
+    def fires(self, now=0.0):
+        """Count a call that matches, and whether the rule acts on it this time (`fired` counts those)."""
         m = self.match
-        if self.expired(now) or not self._holds(m, operation, method, path, token, headers, body, target):
-            return False
         self.count += 1
         if self.window is not None and not self._in_window(now):
             return False
@@ -113,24 +120,13 @@ class Rule:
         self._random = random.Random(f"{seed}:{self.name}")
 
     def effects(self):
-        e = self.effect
-        out: dict[str, object] = {"rule": self.name}
-        for fault in FAULTS:
-            if e.get(fault) not in (None, False):
-                out[fault] = e[fault]
-        if "status" in e:
-            message = e.get("message", f"injected by scenario rule {self.name}")
-            out["reply"] = {"status": e["status"], "message": message}
-        if e.get("latency_ms"):
-            out["latency"] = e["latency_ms"] / 1000
-        for flag in ("drop", "exhaust_rate_limit", "webhook_failures"):
-            if e.get(flag):
-                out[flag] = e[flag]
-        if "deployment" in e:
-            d = e["deployment"]
-            out["deployment"] = {"fail_at": d.get("fail_at"), "fail_state": d.get("state"),
-                                 "stall_at": d.get("stall"), "durations": d.get("durations"),
-                                 "reads": d.get("reads"), "reads_per_step": d.get("reads_per_step")}
+        """What the rule does to a call: its effect as the scenario file wrote it (the same names all the way to
+        the code that acts on them), without what is off, and the rule's name; a status without a message gets
+        one that names the rule."""
+        out: dict[str, object] = {name: value for name, value in self.effect.items() if value not in (None, False)}
+        if "status" in out and "message" not in out:
+            out["message"] = f"injected by scenario rule {self.name}"
+        out["rule"] = self.name
         return out
 
     def describe(self, now=None):

@@ -17,7 +17,6 @@ from mockserver.world.deployments import Deployments
 from mockserver.world.fake import Fake
 from mockserver.world.lifecycle import Lifecycle
 from mockserver.world.ratelimit import RateLimiter
-from mockserver.world.replies import Replies
 from mockserver.world.store import Store
 from mockserver.world.webhooks import AttemptTracer, Keeper, Webhooks
 
@@ -25,7 +24,7 @@ from mockserver.world.webhooks import AttemptTracer, Keeper, Webhooks
 class Context:
     """What a handler gets: the runtime, the caller's organization and the request's values."""
 
-    __slots__ = ("rt", "org", "token", "params", "query", "body", "now", "call_id", "effects", "keep")
+    __slots__ = ("rt", "org", "token", "params", "query", "body", "now", "call_id", "effects")
 
     def __init__(self, rt, *, org: str, token: Token | None = None, params: dict | None = None,
                  query: dict | None = None, body=None, now: float | None = None, call_id: int | None = None,
@@ -39,7 +38,6 @@ class Context:
         self.now = rt.clock.now() if now is None else now
         self.call_id = call_id
         self.effects = effects or {}
-        self.keep = True                       # False: the reply moves with the clock, and is not kept (replies.py)
 
 
 class Runtime:
@@ -69,21 +67,17 @@ class Runtime:
         self.reserved_ids: frozenset[str] = frozenset()   # ids fixtures being loaded give their records
         self.tracer: AttemptTracer | None = None   # the server's tracer (edge/tracing.py), lent like its settings
         self.keeper: Keeper | None = None      # told of each webhook attempt that ended (the server's), lent too
-        self.generation = 0                    # counts what may have changed the world (world/replies.py)
-        self.replies = Replies()               # replies kept rendered while it stays the same (never saved)
 
     def __getstate__(self):
-        return {name: value for name, value in self.__dict__.items() if name not in ("replies", "keeper")}
+        return {name: value for name, value in self.__dict__.items() if name != "keeper"}
 
     def __setstate__(self, state):
         """A copied or restored world: attributes set one by one (they stay in the object's compact
-        layout), and the weak references back to it made anew; no kept reply comes with it."""
+        layout), and the weak references back to it made anew."""
         for name, value in state.items():
             object.__setattr__(self, name, value)
         self.webhooks.rt = weakref.proxy(self)
         self.deployments.rt = weakref.proxy(self)
-        self.generation = state.get("generation", 0)
-        self.replies = Replies()
         self.keeper = None
 
     def close(self):
@@ -121,19 +115,17 @@ class Runtime:
         return str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"mock-user:{name}"))
 
     def pump(self):
-        """Bring deployments and webhook attempts up to now; returns that time. When one fell due, the world
-        counts a change (its kept replies no longer hold)."""
+        """Bring deployments and webhook attempts up to now; returns that time."""
         now = self.clock.now()
         if self._due(now):
-            self.generation += 1
             self.lifecycle.pump(now)
             self.webhooks.pump(now)
         return now
 
     def falls_due(self):
         """Whether pump() has anything to do now: a deployment step or a webhook attempt that fell due. The
-        background loop asks every awake world 20 times a second; with hundreds of sandboxes the two
-        pumps, called for nothing, were a good part of its time."""
+        background loop asks every awake world 20 times a second, and with hundreds of sandboxes the two
+        pumps, called for nothing, would be most of its work."""
         if not (self.lifecycle.due or self.webhooks.pending):
             return False
         return self._due(self.clock.now())

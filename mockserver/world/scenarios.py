@@ -298,7 +298,8 @@ class Scenarios:
         self.now = now
         for scenario in self.active.values():
             for rule in scenario["rules"]:
-                if rule.phase == phase and rule.matches(operation, method, path, token, headers, body, now, target):
+                if (rule.phase == phase and rule.matches(operation, method, path, token, headers, body, now, target)
+                        and rule.fires(now)):
                     return Fired(rule.name, rule.effects())
         return None
 

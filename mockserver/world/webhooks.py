@@ -52,7 +52,7 @@ from mockserver.document.schemas import HOST_NAME, IPV4, IPV6, WEBHOOK_TARGET
 
 MAX_ATTEMPTS = 5
 BACKOFF = (1, 2, 4, 8, 16)
-KEEP = 10000
+MAX_DELIVERIES = 10000
 TRACES_KEPT = 1000                     # traced calls that queued work whose trace context deliveries may continue
 
 LANE_CONNECTIONS = 4                   # attempts in flight to one target at once
@@ -316,7 +316,7 @@ class Lane:
 class Webhooks:
     def __init__(self, rt):
         self.rt = rt
-        self.deliveries: deque[dict] = deque(maxlen=KEEP)
+        self.deliveries: deque[dict] = deque(maxlen=MAX_DELIVERIES)
         self.pending = []                      # heap of (due, order, delivery, secret)
         self.forced_failures = []              # [remaining, rule name] from scenarios
         self.lanes: dict[str, Lane] = {}       # origin -> Lane, while it has work
@@ -345,7 +345,7 @@ class Webhooks:
                 "next_attempt_at": iso(at), "attempts": [],
             }
             self.next_id += 1
-            if len(self.deliveries) == KEEP:      # the oldest delivery is about to be dropped
+            if len(self.deliveries) == MAX_DELIVERIES:      # the oldest delivery is about to be dropped
                 oldest = self.deliveries[0]
                 siblings = self.by_cause.get(oldest["caused_by_call"], [])
                 siblings.remove(oldest["id"])

@@ -9,8 +9,8 @@ import tracemalloc
 from starlette.testclient import TestClient
 from support.ids import ADMIN, APP, PROJECT
 
-from mockserver.calls.journal import Budget, Journal
-from mockserver.calls.log import BLOCK, KEEP, Block, Call, PackedCall
+from mockserver.calls.journal import Budget, Exchange, Journal, header_lines
+from mockserver.calls.log import BLOCK, UNPACKED, Block, Call, PackedCall
 
 
 class _Operation:
@@ -27,20 +27,21 @@ def _fill(journal, count):
     """Calls like a fleet's: polls of a status, now and then a create with a body, some 404s."""
     for index in range(count):
         post = index % 7 == 0
-        journal.add(journal.reserve(), at=1000.0 + index, method="POST" if post else "GET", path=f"/thing/{index % 5}",
-                    operation=POST if post else (None if index % 11 == 0 else GET),
-                    query={"page": index % 3} if index % 2 else {},
-                    headers={"authorization": "Token ...abcd", "x-n": str(index)},
-                    body={"key": f"K{index}"} if post else None, status=404 if index % 11 == 0 else 200,
-                    response=b'{"state":"DEPLOYED","n":%d}' % index, duration=0.002, rule=None,
-                    request_id=f"req-{index}", token="admin", reply_headers=[(b"content-type", b"application/json")])
+        journal.record(Exchange(
+            journal.reserve(), at=1000.0 + index, received=1_800_000_000.0 + index, method="POST" if post else "GET",
+            path=f"/thing/{index % 5}", operation=POST if post else (None if index % 11 == 0 else GET),
+            query={"page": index % 3} if index % 2 else {},
+            headers_kept=header_lines({"authorization": "Token ...abcd", "x-n": str(index)}),
+            body={"key": f"K{index}"} if post else None, status=404 if index % 11 == 0 else 200,
+            response=b'{"state":"DEPLOYED","n":%d}' % index, duration=0.002, request_id=f"req-{index}",
+            token_name="admin", reply_headers=[(b"content-type", b"application/json")]))
 
 
 def test_calls_behind_the_newest_are_packed_and_read_back_as_recorded():
     journal = Journal(10_000)
     _fill(journal, 1000)
     log = journal.entries
-    assert len(log) == 1000 and len(log.blocks) > 0 and KEEP <= len(log.recent) < BLOCK + KEEP
+    assert len(log) == 1000 and len(log.blocks) > 0 and UNPACKED <= len(log.recent) < BLOCK + UNPACKED
     calls = list(log)
     assert [call.request_id for call in calls] == [f"req-{i}" for i in range(1000)]
     first = calls[0]                                          # packed, read back
@@ -95,9 +96,9 @@ def test_filters_read_the_packed_calls_too():
 
 
 def test_a_small_journal_never_packs():
-    journal = Journal(BLOCK + KEEP - 1)
+    journal = Journal(BLOCK + UNPACKED - 1)
     _fill(journal, 5000)
-    assert not journal.entries.blocks and len(journal.entries) == BLOCK + KEEP - 1
+    assert not journal.entries.blocks and len(journal.entries) == BLOCK + UNPACKED - 1
 
 
 def test_packed_calls_survive_a_copy_of_the_log():
@@ -225,8 +226,9 @@ def test_the_inspectors_poll_reads_only_the_calls_past_its_last_id(make_server, 
 
 
 def _poll(journal, path, response, headers=b"host: mock\nauthorization: Token ...abcd"):
-    journal.add(journal.reserve(), at=1.0, method="GET", path=path, operation=GET, query={}, headers=headers,
-                body=None, status=200, response=response, duration=0.001, rule=None, request_id="r", token="admin")
+    journal.record(Exchange(journal.reserve(), at=1.0, received=1.0, method="GET", path=path, operation=GET,
+                            headers_kept=header_lines(headers), status=200, response=response, duration=0.001,
+                            request_id="r", token_name="admin"))
 
 
 def test_a_poll_answered_the_same_shares_its_reply_and_headers_with_the_call_before():

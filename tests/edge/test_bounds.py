@@ -72,10 +72,10 @@ def test_a_call_whose_body_the_journal_cannot_keep_is_journaled_without_it(serve
     """Should recording a call ever fail (a bug), the call is still in the journal, with a note for its body."""
     original = server.rt.journal.record.__func__
 
-    def fussy(journal, *args):
-        if isinstance(args[7], dict):                 # record(ident, at, method, path, operation, query, headers, body
+    def fussy(journal, call):
+        if isinstance(call.body, dict):
             raise TypeError("cannot keep this body")
-        return original(journal, *args)
+        return original(journal, call)
     monkeypatch.setattr(type(server.rt.journal), "record", fussy)
     with TestClient(server, base_url="http://mock", headers=ADMIN) as client:
         assert client.post(VARIABLES, json={"key": "KEPT", "value": "1"}).status_code == 201

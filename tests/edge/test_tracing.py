@@ -35,8 +35,11 @@ OFF = {name: value for name, value in os.environ.items() if not name.startswith(
 def serving(app):
     """The app under uvicorn in a thread, on a free loopback port (webhooks and network faults need sockets)."""
     import uvicorn
+
+    from mockserver.process.connections import Limits, protocol
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="on",
+                                           http=protocol(Limits(), app)))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:

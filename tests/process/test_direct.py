@@ -1,7 +1,8 @@
-"""A plain API read answered at once, without ASGI (process/connections.py `_direct`, app.py `direct`, the pipeline's
-`direct`): the same script of requests goes to two mocks built alike, one whose protocol answers directly what it
-can and one whose protocol never does; every reply and every journaled call must be the same, and the reads the
-first one took must have been answered within the protocol's callback (written before `data_received` returned)."""
+"""A plain API read answered at once, without ASGI (process/connections.py `_direct`, app.py `answer_whole`, the
+pipeline's `direct`): the same script of requests goes to two mocks built alike, one whose protocol answers directly
+what it can and one whose protocol never does; every reply and every journaled call must be the same, and the reads
+the first one took must have been answered within the protocol's callback (written before `data_received`
+returned)."""
 
 import asyncio
 import logging
@@ -17,7 +18,6 @@ from uvicorn.server import ServerState
 from mockserver.app import MockServer
 from mockserver.core.clock import Clock
 from mockserver.core.settings import Settings
-from mockserver.process import connections
 from mockserver.process.connections import Limits, protocol
 
 START = 1_800_000_000.0
@@ -36,9 +36,7 @@ def connect(app, direct=True, date=None, limits=None, keep_alive=5):
     config = uvicorn.Config(app, access_log=False, lifespan="off", ws="none", http="httptools",
                             server_header=False, proxy_headers=False, timeout_keep_alive=keep_alive)   # as `serve`
     config.load()
-    cls = protocol(limits or Limits())
-    if not direct:
-        cls.direct_of, cls.direct = config.loaded_app, None
+    cls = protocol(limits or Limits(), app if direct else None)
     transport, state = Transport(), ServerState()
     state.default_headers = [(b"date", date)] if date else []
     connection = cls(config=config, server_state=state, app_state={}, _loop=asyncio.get_running_loop())
@@ -90,7 +88,7 @@ SCRIPT = [
     (get(f"/application/{APP}/status"), True),
     (get("/organization", token=False), True),                              # 401
     (get(f"/organization/{ORG}/project"), True),
-    (get(f"/organization/{ORG}/project"), True),                            # a kept reply
+    (get(f"/organization/{ORG}/project"), True),                            # the same again
     (get(f"/api/v1/organization/{ORG}/project?page=1&page_size=2"), True),  # prefix and query
     (get("/project/00000000-0000-4000-8000-000000000000"), True),          # 404
     (get(f"/organization/{ORG}/project?page_size=abc"), True),              # 400
@@ -135,6 +133,7 @@ async def through(spec, direct):
     calls = [call.fields() for call in server.sandboxes.get("default").rt.journal.entries]
     for call in calls:
         call.pop("duration")
+        call.pop("received")
     connection.connection_lost(None)
     return at_once, replies, calls, server
 
@@ -145,16 +144,7 @@ def both_ways(spec):
     return asyncio.run(run())
 
 
-@pytest.fixture(params=["whole chunk", "parser steps"])
-def way_in(request, monkeypatch):
-    """Both ways a request reaches `direct`: a chunk read whole in one step (process/wholerequest.py), and the
-    parser's steps (the request held until its message ends), taken when the chunk is not read whole."""
-    if request.param == "parser steps":
-        monkeypatch.setattr(connections, "whole_request", lambda chunk, limit: None)
-    return request.param
-
-
-def test_every_journaled_call_is_the_same_either_way(spec, way_in):
+def test_every_journaled_call_is_the_same_either_way(spec):
     (at_once, _, calls, server), (never, _, plain_calls, plain) = both_ways(spec)
     assert at_once == [expected for _, expected in SCRIPT]
     assert not any(never)
@@ -162,7 +152,7 @@ def test_every_journaled_call_is_the_same_either_way(spec, way_in):
     assert server.pipeline.violations == [] and plain.pipeline.violations == []
 
 
-def test_the_replies_are_the_same_bytes_either_way(spec, way_in):
+def test_the_replies_are_the_same_bytes_either_way(spec):
     (_, direct, _, _), (_, plain, _, _) = both_ways(spec)
     assert direct == plain
     statuses = [reply[0][0] for reply in direct]
@@ -224,7 +214,6 @@ def test_a_handler_that_fails_is_the_specs_500_and_is_journaled(spec, caplog):
         raise KeyError("a bug")
     server = mock(spec, self_check=False)
     server.pipeline.handlers = {**server.pipeline.handlers, "getApplicationStatus": broken}
-    server.pipeline.kept = frozenset()
     with caplog.at_level(logging.ERROR, logger="mockserver"):
         at_once, [(status, _, body)] = asyncio.run(run(server))
     assert at_once and status == 500
@@ -276,6 +265,7 @@ def test_a_body_that_goes_on_in_a_later_chunk_goes_through_asgi_whole_and_a_read
         calls = [call.fields() for call in server.sandboxes.get("default").rt.journal.entries]
         for call in calls:
             call.pop("duration")
+            call.pop("received")
         return at_once_first, at_once_second, replies, calls
 
     async def both():
@@ -364,9 +354,12 @@ def test_a_failure_of_the_direct_path_itself_is_the_specs_500_and_the_connection
 
     async def run():
         connection, transport = connect(server)
-        type(connection).direct = lambda *args: 1 / 0      # a bug before the pipeline: nothing was run
+        class Broken:
+            def answer_whole(self, request):
+                return 1 / 0                   # a bug before the pipeline: nothing was run
+        type(connection).direct_app = Broken()
         failed = await feed(connection, transport, get(f"/application/{APP}/status"))
-        type(connection).direct = server.direct
+        type(connection).direct_app = server
         transport.writes.clear()
         return failed, await feed(connection, transport, get(f"/application/{APP}/status"))
     with caplog.at_level(logging.ERROR, logger="mockserver"):
@@ -400,15 +393,13 @@ def test_a_request_read_whole_that_the_app_declines_is_offered_once(spec):
         connection, transport = connect(server)
         offers = []
 
-        def counting(*args):
-            offers.append(args[:2])
-            return server.direct(*args)
-        type(connection).direct = staticmethod(counting)
-        try:
-            at_once, replies = await feed(connection, transport, get(f"/organization/{ORG}/project",
-                                                                     b"Origin: http://localhost:3000\r\n"))
-        finally:
-            type(connection).direct = server.direct
+        class Counting:
+            def answer_whole(self, request):
+                offers.append((request.method, request.target))
+                return server.answer_whole(request)
+        type(connection).direct_app = Counting()
+        at_once, replies = await feed(connection, transport, get(f"/organization/{ORG}/project",
+                                                                 b"Origin: http://localhost:3000\r\n"))
         return offers, at_once, replies
     offers, at_once, [(status, headers, _)] = asyncio.run(run())
     assert offers == [("GET", f"/organization/{ORG}/project".encode())]

@@ -11,7 +11,7 @@ import pytest
 from starlette.testclient import TestClient
 from support.ids import ADMIN, APP, JOB, PROJECT
 
-from mockserver.calls.journal import Budget, Journal
+from mockserver.calls.journal import Budget, Exchange, Journal
 from mockserver.process.collector import Collector
 from mockserver.world.commits import make_commit
 from mockserver.world.fake import Fake
@@ -112,9 +112,10 @@ class _Operation:
 
 def _record(journal, index, size=1000):
     """A call whose reply does not compress (each its own random bytes): what a byte bound is tested with."""
-    journal.add(journal.reserve(), at=float(index), method="GET", path="/organization", operation=_Operation(),
-                query={}, headers={"h": "v"}, body=None, status=200, response=random.Random(index).randbytes(size),
-                duration=0.001, rule=None, request_id=f"r{index}", token="admin")
+    journal.record(Exchange(journal.reserve(), at=float(index), received=float(index), method="GET",
+                            path="/organization", operation=_Operation(), headers_kept=b"h: v", status=200,
+                            response=random.Random(index).randbytes(size), duration=0.001, request_id=f"r{index}",
+                            token_name="admin"))
 
 
 def test_the_byte_budget_drops_the_oldest_calls_and_counts_them():

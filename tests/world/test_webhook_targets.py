@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mockserver.document.schemas import WEBHOOK_TARGET
+from mockserver.edge.hosts import is_address
 from mockserver.world.webhooks import DeliveryError, connect, target_of, target_problem
 
 ACCEPTED = ["https://hooks.acme.example/deployments", "http://127.0.0.1:9/hooks", "http://localhost:8080/x?y=1",
@@ -126,6 +127,7 @@ def test_a_name_is_connected_to_at_the_address_that_was_checked():
             reader, writer = await connect(target_of(f"http://hooks.rebound.example:{port}/hook"))
             writer.close()
             return asked
-        assert asyncio.run(attempt()) == ["hooks.rebound.example"]
+        names = [host for host in asyncio.run(attempt()) if not is_address(host)]   # (a loop may look up the
+        assert names == ["hooks.rebound.example"]                                  # address it connects to)
         listener.settimeout(2)
         listener.accept()[0].close()
