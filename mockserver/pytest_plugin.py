@@ -1,10 +1,10 @@
 """pytest plugin for client teams: a running mock, reset between tests, and journal assertions.
 
-    def test_deploy_waits_for_success(mockserver):
-        client = MyPlatformClient(mockserver.url, token=mockserver.tokens["admin"])
+    def test_deploy_waits_for_success(sandbox):
+        client = MyPlatformClient(sandbox.url, token=sandbox.token("admin"))
         client.deploy(APP_ID)
-        mockserver.advance(60)
-        mockserver.assert_called(operation="deployApplication", times=1)
+        sandbox.advance(60)
+        sandbox.assert_called(operation="deployApplication", times=1)
 
 The session starts one mock in-process (uvicorn in a thread, on a free loopback port, manual clock by
 default), or as a process of its own (`--mockserver-start local`: `mockserver serve --port 0`), or as its
@@ -40,21 +40,23 @@ import httpx
 import pytest
 
 from mockserver.client import Client, MockServerError, PactRefused, connect, free_port, start_container, start_local
+from mockserver.client.constants import JOURNAL_BODY_LIMIT  # bytes of a body a test's sandbox keeps whole
 
-JOURNAL_BODY_LIMIT = 1024 * 1024                # bytes of a body a test's sandbox keeps whole (pacts need them)
 STARTS = ("inprocess", "local", "container")
 UNUSED_RULES = ("warn", "fail", "off")
 FIRED = pytest.StashKey[dict]()                 # scenario rule -> times fired, over the session's sandboxes
 
 
 class _InProcess:
-    """The mock served by uvicorn in a daemon thread."""
+    """The mock served by uvicorn in a daemon thread, with `serve`'s protocol (its limits, its direct path, and the
+    connection that network faults cut: process/connections.py)."""
 
     def __init__(self, clock="manual", fixtures=None, scenarios=()):
         import uvicorn
 
         from mockserver.app import MockServer
         from mockserver.core.settings import Settings
+        from mockserver.process.connections import Limits, protocol
 
         settings = Settings(clock=clock, scenarios=list(scenarios))
         if fixtures:
@@ -63,7 +65,8 @@ class _InProcess:
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=port, log_level="warning",
-                                                   access_log=False, lifespan="on"))
+                                                   access_log=False, lifespan="on", ws="none",
+                                                   http=protocol(Limits(), self.app)))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
         deadline = time.time() + 20
@@ -218,8 +221,9 @@ def sandbox_name(prefix, worker, nodeid):
 
 
 @pytest.fixture
-def mockserver(mockserver_session, request):
-    """The mock, seen through a fresh sandbox of this test's own (deleted after the test)."""
+def sandbox(mockserver_session, request):
+    """The mock, seen through a fresh sandbox of this test's own (deleted after the test): the name of this
+    concept in every client (Node's useSandbox, Go's mocktest.Sandbox)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     prefix = request.config.getoption("--mockserver-sandbox-prefix")
     client = mockserver_session.in_sandbox(sandbox_name(prefix, worker, request.node.nodeid),
@@ -237,3 +241,9 @@ def mockserver(mockserver_session, request):
         client.close()
     if refused:
         pytest.fail(refused, pytrace=False)
+
+
+@pytest.fixture
+def mockserver(sandbox):
+    """The test's sandbox under the name the fixture had: deprecated, kept for a release (use `sandbox`)."""
+    return sandbox

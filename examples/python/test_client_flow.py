@@ -1,18 +1,19 @@
 """What a client team's tests look like with the mock's pytest plugin.
 
 Installing the package registers the plugin (entry point `pytest11`); it brings one
-fixture, `mockserver`: a mock started once per session (in-process, manual clock),
+fixture, `sandbox`: a mock started once per session (in-process, manual clock),
 seen by each test through a sandbox of its own, made fresh from the fixtures before the
 test and deleted after it (so the suite may run in parallel: `pytest -n 2`). No conftest is
 needed and nothing of the mock's internals is imported: the client under test talks
-HTTP to `mockserver.url`, and the test drives the mock through the fixture:
+HTTP to `sandbox.url`, and the test drives the mock through the fixture (`mockserver`, its
+name before, still works for a release):
 
-    mockserver.url, mockserver.tokens["admin"|"read"|"write"|"deploy"]
-    mockserver.advance(seconds)                 move the mock's clock
-    mockserver.scenario(name, yaml_text)        script failures
-    mockserver.assert_called(operation=..., times=1), mockserver.assert_not_called(...)
-    mockserver.calls(**filters), mockserver.deliveries(), mockserver.mint_token(scopes)
-    mockserver.scenarios()                      the active scenarios
+    sandbox.url, sandbox.token("admin"|"read"|"write"|"deploy")
+    sandbox.advance(seconds)                    move the mock's clock
+    sandbox.scenario(name, yaml_text)           script failures
+    sandbox.assert_called(operation=..., times=1), sandbox.assert_not_called(...)
+    sandbox.calls(**filters), sandbox.deliveries(), sandbox.mint_token(scopes)
+    sandbox.scenarios()                         the active scenarios
 
 Run alone with `pytest examples/python` (add `-n 2` for two pytest-xdist workers), or
 against a mock that is already running with `--mockserver-url http://host:port` (with
@@ -62,8 +63,8 @@ class PlatformClient:
 
 
 @pytest.fixture
-def platform(mockserver):
-    client = PlatformClient(mockserver.url, mockserver.tokens["admin"])
+def platform(sandbox):
+    client = PlatformClient(sandbox.url, sandbox.token("admin"))
     yield client
     client.close()
 
@@ -91,42 +92,42 @@ rules:
 """
 
 
-def test_deploy_reaches_deployed_once_time_passes(mockserver, platform, web):
+def test_deploy_reaches_deployed_once_time_passes(sandbox, platform, web):
     request = platform.deploy(web["id"])
     assert request["status"] == "QUEUED"
     assert platform.state(web["id"]) == "DEPLOYMENT_QUEUED"
-    mockserver.advance(60)
+    sandbox.advance(60)
     assert platform.state(web["id"]) == "DEPLOYED"
-    mockserver.assert_called(operation="deployApplication", times=1)
-    mockserver.assert_not_called(operation="stopApplication")
+    sandbox.assert_called(operation="deployApplication", times=1)
+    sandbox.assert_not_called(operation="stopApplication")
 
 
-def test_read_only_token_cannot_deploy(mockserver, web):
-    reader = PlatformClient(mockserver.url, mockserver.tokens["read"])
+def test_read_only_token_cannot_deploy(sandbox, web):
+    reader = PlatformClient(sandbox.url, sandbox.token("read"))
     with pytest.raises(httpx.HTTPStatusError) as refused:
         reader.deploy(web["id"])
     reader.close()
     assert refused.value.response.status_code == 403
-    mockserver.assert_called(operation="deployApplication", status="403", times=1)
-    mockserver.assert_not_called(operation="deployApplication", status="2xx")
+    sandbox.assert_called(operation="deployApplication", status="403", times=1)
+    sandbox.assert_not_called(operation="deployApplication", status="2xx")
 
 
-def test_minted_deploy_token_can_deploy(mockserver, web):
-    deployer = PlatformClient(mockserver.url, mockserver.mint_token(scopes=["Deploy"]))
+def test_minted_deploy_token_can_deploy(sandbox, web):
+    deployer = PlatformClient(sandbox.url, sandbox.mint_token(scopes=["Deploy"]))
     assert deployer.deploy(web["id"])["status"] == "QUEUED"
     deployer.close()
 
 
-def test_client_sees_a_failed_build(mockserver, platform, web):
-    mockserver.scenario("build-fails", BUILD_FAILS)
+def test_client_sees_a_failed_build(sandbox, platform, web):
+    sandbox.scenario("build-fails", BUILD_FAILS)
     platform.deploy(web["id"])
-    mockserver.advance(60)
+    sandbox.advance(60)
     assert platform.state(web["id"]) == "BUILD_ERROR"
-    mockserver.assert_called(operation="deployApplication", scenario="build-fails/build-breaks", times=1)
+    sandbox.assert_called(operation="deployApplication", scenario="build-fails/build-breaks", times=1)
 
 
-def test_client_gets_the_scripted_error_then_recovers(mockserver, platform, web):
-    mockserver.scenario("status-down", STATUS_DOWN)
+def test_client_gets_the_scripted_error_then_recovers(sandbox, platform, web):
+    sandbox.scenario("status-down", STATUS_DOWN)
     with pytest.raises(httpx.HTTPStatusError) as failed:
         platform.state(web["id"])
     assert failed.value.response.status_code == 500
@@ -134,27 +135,27 @@ def test_client_gets_the_scripted_error_then_recovers(mockserver, platform, web)
     assert platform.state(web["id"]) == "DEPLOYED"
 
 
-def test_failed_assertion_says_what_was_expected_and_what_happened(mockserver, platform, web):
+def test_failed_assertion_says_what_was_expected_and_what_happened(sandbox, platform, web):
     platform.deploy(web["id"])
     with pytest.raises(AssertionError) as failure:
-        mockserver.assert_called(operation="deployApplication", times=2)
+        sandbox.assert_called(operation="deployApplication", times=2)
     message = str(failure.value)
     assert "expected count 2" in message
     assert "found 1" in message
     assert f"POST /application/{web['id']}/deploy -> 202 (deployApplication)" in message
 
 
-def test_failed_not_called_assertion_lists_the_offending_call(mockserver, platform, web):
+def test_failed_not_called_assertion_lists_the_offending_call(sandbox, platform, web):
     platform.deploy(web["id"])
     with pytest.raises(AssertionError) as failure:
-        mockserver.assert_not_called(operation="deployApplication")
+        sandbox.assert_not_called(operation="deployApplication")
     assert "matched: #" in str(failure.value)
     assert "deployApplication" in str(failure.value)
 
 
-def test_each_test_starts_from_a_clean_mock(mockserver, platform):
+def test_each_test_starts_from_a_clean_mock(sandbox, platform):
     """Last in the module: the tests above made calls and activated scenarios; none is left."""
-    assert mockserver.calls() == []
-    assert mockserver.scenarios() == []
+    assert sandbox.calls() == []
+    assert sandbox.scenarios() == []
     assert platform.find_application("web")["name"] == "web"
-    assert len(mockserver.calls()) > 0
+    assert len(sandbox.calls()) > 0

@@ -17,12 +17,22 @@ so the in-process and the HTTP ways cannot drift apart. The pytest plugin (pytes
 
 A control call that answers 4xx or 5xx raises `MockServerError` (an AssertionError: in a test it reads as a
 failed expectation) carrying the status and the server's message.
+
+Each method's reply is typed by the control document's schema of it (`mockserver.client.types`, TypedDicts), and
+the facts every client holds the same (the default tokens, the journal body limit of a test's sandbox, the
+sandbox name rule, the version) are `mockserver.client.constants`: both are written from the control document by
+`python -m mockserver.client.generate`. The same concept has the same name in the Node and Go clients
+(docs/clients/index.md); `UnknownToken`, `private_name` and `wait_until_ready` are the deprecated names of
+`UnknownTokenError`, `private_snapshot_name` and `wait_ready`, kept for a release.
 """
 
-from mockserver.client.control import Client, MockServerError, PactRefused
+from mockserver.client import constants, types  # noqa: F401  (mockserver.client.types, .constants)
+from mockserver.client.constants import DEFAULT_APPLICATION, DEFAULT_ORGANIZATION, DEFAULT_TOKENS, VERSION
+from mockserver.client.control import Client, MockServerError, PactRefused, private_name, private_snapshot_name
 from mockserver.client.files import merge_pacts, write_json
 from mockserver.client.start import connect, free_port, start_container, start_local
-from mockserver.client.tokens import Tokens, UnknownToken, version_mismatch
+from mockserver.client.tokens import Tokens, UnknownToken, UnknownTokenError, version_mismatch
 
-__all__ = ["Client", "MockServerError", "PactRefused", "Tokens", "UnknownToken", "connect", "free_port", "merge_pacts",
-           "start_container", "start_local", "version_mismatch", "write_json"]
+__all__ = ["DEFAULT_APPLICATION", "DEFAULT_ORGANIZATION", "DEFAULT_TOKENS", "VERSION", "Client", "MockServerError",
+           "PactRefused", "Tokens", "UnknownToken", "UnknownTokenError", "connect", "free_port", "merge_pacts",
+           "private_name", "private_snapshot_name", "start_container", "start_local", "version_mismatch", "write_json"]

@@ -1,18 +1,18 @@
-"""The control client: one method per operation of the control API (its `x-client` name), over one seam."""
+"""The control client: one method per operation of the control API (its `x-client` name), over one seam. Each
+method's reply is typed by the control document's schema of it (mockserver/client/types.py, generated)."""
 
 import hashlib
 import json
 import os
-import re
 import sys
 import time
 
 import httpx
 
+from mockserver.client import constants
+from mockserver.client import types as replies
 from mockserver.client.files import merge_pacts, write_json
 from mockserver.client.tokens import Tokens, version_mismatch
-
-SANDBOX_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
 class MockServerError(AssertionError):
@@ -33,9 +33,23 @@ class PactRefused(AssertionError):
         super().__init__(f"mockserver: the pact {path} is not written: {'; '.join(self.reasons)}")
 
 
-def private_name(sandbox, name):
-    """The name a sandbox's snapshot is stored under, private to it (the same in every language's client)."""
-    return f"{name[:48]}.{hashlib.sha1(f'{sandbox}|{name}'.encode()).hexdigest()[:12]}"
+def private_snapshot_name(sandbox: str, name: str) -> str:
+    """The name a sandbox's snapshot is stored under, private to it: the same in every language's client (the
+    control document's x-constants.private_snapshot)."""
+    key = constants.PRIVATE_SNAPSHOT_KEY.replace("{sandbox}", sandbox).replace("{name}", name)
+    digest = hashlib.new(constants.PRIVATE_SNAPSHOT_DIGEST, key.encode()).hexdigest()
+    return f"{name[:constants.PRIVATE_SNAPSHOT_HEAD]}.{digest[:constants.PRIVATE_SNAPSHOT_DIGEST_CHARS]}"
+
+
+private_name = private_snapshot_name            # deprecated: the name it had (one release)
+
+
+SANDBOX_NAME = constants.SANDBOX_NAME           # kept here too: mockserver/cli/mcp_scope.py reads it from this module
+
+
+def is_sandbox_name(name):
+    """Whether the server takes `name` for a sandbox's (or snapshot's): the control document's rule."""
+    return bool(constants.SANDBOX_NAME.match(name)) and name not in constants.RESERVED_SANDBOX_NAMES
 
 
 def _given(**values):
@@ -51,7 +65,7 @@ class Client:
     def __init__(self, url, *, control_token=None, sandbox=None, tokens=None, http=None, timeout=30.0, owner=None,
                  pool=None):
         self.root = str(url).rstrip("/")
-        if sandbox is not None and not SANDBOX_NAME.match(sandbox):
+        if sandbox is not None and not is_sandbox_name(sandbox):
             raise ValueError(f"not a sandbox name: {sandbox!r} (1 to 64 of A-Z a-z 0-9 _ . -)")
         self.sandbox = sandbox
         self.url = f"{self.root}/sandbox/{sandbox}" if sandbox else self.root
@@ -104,11 +118,16 @@ class Client:
             self._tokens = Tokens(listed) if Tokens(listed) else Tokens.of_fixtures()
         return self._tokens
 
-    def headers(self, token="admin"):
-        """`Authorization` for a token of the fixtures: admin/read/write/deploy, its name, or its scope."""
-        return {"Authorization": f"Token {self.tokens[token]}"}
+    def token(self, name="admin") -> str:
+        """The value of a token of the fixtures: admin/read/write/deploy, its name, or its scope (any case); another
+        name raises UnknownTokenError, listing the valid ones."""
+        return self.tokens[name]
 
-    def wait_until_ready(self, timeout=20.0, alive=None, warn=None):
+    def headers(self, token="admin") -> dict[str, str]:
+        """`Authorization` for a token of the fixtures: admin/read/write/deploy, its name, or its scope."""
+        return {"Authorization": f"Token {self.token(token)}"}
+
+    def wait_ready(self, timeout=20.0, alive=None, warn=None) -> replies.Health:
         """Poll /_mock/health until it answers 200 (or `timeout` seconds pass, or `alive()` says the server is
         gone); say in one line when the mock's major.minor differs from this client's. Its health reply."""
         deadline, problem = time.monotonic() + timeout, "no answer"
@@ -127,32 +146,34 @@ class Client:
             return health
         raise TimeoutError(f"the mock at {self.root} was not ready within {timeout} s: {problem}")
 
+    wait_until_ready = wait_ready               # deprecated: the name it had (one release)
+
     # ---------------------------------------------------------------- health, state and time
-    def health(self):
+    def health(self) -> replies.Health:
         return self._control("GET", "/health", scoped=False)
 
-    def reset(self, scenarios=False):
+    def reset(self, scenarios=False) -> replies.ResetResult:
         """Back to the fixtures; journal and deliveries cleared; scenarios kept unless `scenarios`."""
         return self._control("POST", "/reset", json={"scenarios": scenarios})
 
-    def state(self):
+    def state(self) -> replies.State:
         return self._control("GET", "/state")
 
-    def export_state(self, secrets="placeholders"):
+    def export_state(self, secrets="placeholders") -> str:
         """The world as a fixtures document (YAML text); `secrets="include"` writes secret values in clear."""
         return self._control("GET", "/state/export", params={"secrets": secrets}, text=True)
 
-    def state_tree(self):
+    def state_tree(self) -> replies.StateTree:
         return self._control("GET", "/state/tree")
 
-    def clock(self):
+    def clock(self) -> replies.Clock:
         return self._control("GET", "/clock")
 
-    def advance(self, seconds):
+    def advance(self, seconds) -> replies.Clock:
         return self._control("POST", "/clock/advance", json={"seconds": seconds})
 
     # ---------------------------------------------------------------- the journal
-    def calls(self, limit=None, **filters):
+    def calls(self, limit=None, **filters) -> list[replies.Call]:
         """The matching calls, oldest first: all of them (page after page), or the newest `limit`."""
         page = self._control("GET", "/calls", params=_given(limit=limit, **filters))
         found = page["results"]
@@ -161,25 +182,25 @@ class Client:
             found += page["results"]
         return found
 
-    def clear_calls(self):
+    def clear_calls(self) -> None:
         self._control("DELETE", "/calls")
 
-    def call(self, ident):
+    def call(self, ident) -> replies.Call:
         return self._control("GET", f"/calls/{ident}")
 
-    def call_rows(self, **filters):
+    def call_rows(self, **filters) -> replies.CallRowPage:
         """The inspector's rows of the journal (`text`, `before`, `since`, `limit` besides the call filters)."""
         return self._control("GET", "/calls/rows", params=_given(**filters))
 
-    def coverage(self):
+    def coverage(self) -> replies.Coverage:
         return self._control("GET", "/calls/coverage")
 
-    def usage(self, scope=None, prefix=None):
+    def usage(self, scope=None, prefix=None) -> replies.UsageReport:
         """The scenario rules that never fired and the operations never called: of this handle's sandbox, or with
         `scope="mock"` of every sandbox whose name starts with `prefix` (those gone included)."""
         return self._control("GET", "/usage", params=_given(scope=scope, prefix=prefix))
 
-    def assert_rules_fired(self, scope=None, prefix=None):
+    def assert_rules_fired(self, scope=None, prefix=None) -> replies.UsageReport:
         """Fail (AssertionError, one line) when a scenario rule never fired; the usage report otherwise."""
         report = self.usage(scope=scope, prefix=prefix)
         unused = report["rules"]["never_fired"]
@@ -187,7 +208,7 @@ class Client:
             raise AssertionError(f"mockserver: {len(unused)} scenario rule(s) never fired: {', '.join(unused)}")
         return report
 
-    def verify(self, times=None, at_least=None, at_most=None, count=None, **filters):
+    def verify(self, times=None, at_least=None, at_most=None, count=None, **filters) -> replies.VerifyResult:
         """Did calls matching the filters happen `times` (or `count`) times, at least or at most so often? The
         verdict, with a readable message when it fails. With no bound, at least once."""
         if times is not None and count is not None:
@@ -196,28 +217,29 @@ class Client:
                       **filters)
         return self._control("POST", "/calls/verify", json=body)
 
-    def assert_called(self, times=None, at_least=None, at_most=None, count=None, **filters):
+    def assert_called(self, times=None, at_least=None, at_most=None, count=None, **filters) -> replies.VerifyResult:
         result = self.verify(times, at_least, at_most, count, **filters)
         if not result["ok"]:
             raise AssertionError(result["message"])
         return result
 
-    def assert_not_called(self, **filters):
+    def assert_not_called(self, **filters) -> replies.VerifyResult:
         return self.assert_called(times=0, **filters)
 
     # ---------------------------------------------------------------- consumer contracts
-    def export(self, format, **params):
+    def export(self, format, **params) -> replies.ExportDocument:
         """The calls (filtered as `calls`) as a pact or a HAR document (a dict)."""
         return self._control("GET", "/calls/export", params={"format": format, **{k: str(v) for k, v in
                                                                                   _given(**params).items()}})
 
-    def export_pact(self, consumer="consumer", provider="idp-platform", spec=4, **filters):
+    def export_pact(self, consumer="consumer", provider="idp-platform", spec=4, **filters) -> replies.ExportDocument:
         return self.export("pact", consumer=consumer, provider=provider, spec=spec, **filters)
 
-    def export_har(self, **filters):
+    def export_har(self, **filters) -> replies.ExportDocument:
         return self.export("har", **filters)
 
-    def write_pact(self, path, consumer="consumer", provider="idp-platform", spec=4, merge=True, **filters):
+    def write_pact(self, path, consumer="consumer", provider="idp-platform", spec=4, merge=True,
+                   **filters) -> replies.ExportDocument:
         """Write the calls as a pact file; with `merge`, into the pact already at `path` (same consumer and
         provider: its interactions kept, the new ones added). The document written. A pact that no other mock
         could verify (its calls start from a private snapshot, which goes with the sandbox, or the journal gave
@@ -228,27 +250,27 @@ class Client:
             raise PactRefused(path, reasons)
         return write_json(path, document, merge_pacts if merge else None)
 
-    def write_har(self, path, **filters):
+    def write_har(self, path, **filters) -> replies.ExportDocument:
         return write_json(path, self.export_har(**filters), None)
 
-    def provider_states(self, state=None, params=None, action=None):
+    def provider_states(self, state=None, params=None, action=None) -> replies.ProviderStateResult:
         """The provider-state protocol a Pact verifier calls (state, params, action setup or teardown)."""
         return self._control("POST", "/provider-states", json=_given(state=state, params=params, action=action))
 
     # ---------------------------------------------------------------- deployments, webhooks, tokens
-    def deployments(self):
+    def deployments(self) -> replies.Deployments:
         return self._control("GET", "/deployments")
 
-    def deliveries(self, **filters):
+    def deliveries(self, **filters) -> list[replies.Delivery]:
         return self._control("GET", "/webhooks/deliveries", params=_given(**filters))["results"]
 
-    def mint_token(self, scopes=("Admin",), ttl_seconds=None, kind="token", organization=None, name=None):
+    def mint_token(self, scopes=("Admin",), ttl_seconds=None, kind="token", organization=None, name=None) -> str:
         body = {"scopes": list(scopes), "kind": kind, **_given(ttl_seconds=ttl_seconds, organization=organization,
                                                                 name=name)}
         return self._control("POST", "/tokens", json=body)["token"]
 
     # ---------------------------------------------------------------- scenarios
-    def scenario(self, name, document):
+    def scenario(self, name, document) -> replies.Scenario:
         """Activate a scenario from YAML text or a dict, under `name` (a dict's own name may be left out). The same
         name again replaces it: a scenario is active once. A dict that names itself otherwise is refused."""
         if isinstance(document, dict):
@@ -259,39 +281,39 @@ class Client:
         return self._control("PUT", f"/scenarios/{name}", content=document.encode(),
                              headers={"Content-Type": "application/yaml"})
 
-    def activate_scenario(self, document):
+    def activate_scenario(self, document) -> replies.Scenario:
         """Activate a scenario document under the name it declares."""
         text = json.dumps(document) if isinstance(document, dict) else document
         return self._control("POST", "/scenarios", content=text.encode(), headers={"Content-Type": "application/yaml"})
 
-    def scenarios(self):
+    def scenarios(self) -> list[replies.Scenario]:
         return self._control("GET", "/scenarios")["results"]
 
-    def get_scenario(self, name):
+    def get_scenario(self, name) -> replies.Scenario:
         return self._control("GET", f"/scenarios/{name}")
 
-    def remove_scenario(self, name):
+    def remove_scenario(self, name) -> None:
         self._control("DELETE", f"/scenarios/{name}")
 
-    def scenario_schema(self):
+    def scenario_schema(self) -> replies.ScenarioSchema:
         return self._control("GET", "/schemas/scenario.json", scoped=False)
 
     # ---------------------------------------------------------------- sandboxes
-    def sandboxes(self):
+    def sandboxes(self) -> list[replies.Sandbox]:
         return self._control("GET", "/sandboxes", scoped=False)["results"]
 
-    def delete_all_sandboxes(self):
+    def delete_all_sandboxes(self) -> None:
         self._control("DELETE", "/sandboxes", scoped=False)
 
-    def get_sandbox(self, name=None):
+    def get_sandbox(self, name=None) -> replies.Sandbox:
         return self._control("GET", f"/sandboxes/{name or self._own_sandbox()}", scoped=False)
 
-    def create_sandbox(self, name, **options):
+    def create_sandbox(self, name, **options) -> replies.Sandbox:
         """A fresh sandbox `name` (from the fixtures, or as the options say: clock, start, seed, rate_limit,
         scenarios, fixtures, snapshot, journal_body_limit, poll_progress, expires); the server's record of it."""
         return self._control("PUT", f"/sandboxes/{name}", scoped=False, json=options)
 
-    def in_sandbox(self, name, **options):
+    def in_sandbox(self, name, **options) -> "Client":
         """A fresh sandbox `name` and a handle scoped to it, on the same mock. Over the network the handle has an
         HTTP client of its own whose relative URLs are the sandbox's (`box.http.get("/organization")`); in
         process it shares the mock's."""
@@ -301,7 +323,7 @@ class Client:
         return Client(self.root, control_token=self.control_token, sandbox=name, tokens=tokens, http=shared,
                       timeout=self.http.timeout, pool=self._pool)
 
-    def delete_sandbox(self, name=None, snapshots=None):
+    def delete_sandbox(self, name=None, snapshots=None) -> None:
         """Delete a sandbox (default: this handle's, with the private snapshots saved from it); `snapshots=
         "delete"` also deletes the shared snapshots saved from it."""
         if name is None or name == self.sandbox:
@@ -311,7 +333,7 @@ class Client:
         self._control("DELETE", f"/sandboxes/{name or self._own_sandbox()}", scoped=False,
                       params=_given(snapshots=snapshots))
 
-    def reset_sandbox(self, name=None, scenarios=False):
+    def reset_sandbox(self, name=None, scenarios=False) -> replies.Sandbox:
         return self._control("POST", f"/sandboxes/{name or self._own_sandbox()}/reset", scoped=False,
                              json={"scenarios": scenarios})
 
@@ -321,10 +343,10 @@ class Client:
         return self.sandbox
 
     # ---------------------------------------------------------------- snapshots
-    def snapshots(self):
+    def snapshots(self) -> list[replies.Snapshot]:
         return self._control("GET", "/snapshots", scoped=False)["results"]
 
-    def snapshot(self, name, journal=False, replace=True, shared=False):
+    def snapshot(self, name, journal=False, replace=True, shared=False) -> replies.Snapshot:
         """Save this sandbox's world under `name`, to `restore(name)` later. Snapshots live in the server, shared
         by every sandbox: on a sandbox handle the name is made private to it (tests running in parallel may use
         the same name) and the snapshot goes with the sandbox; `shared=True` keeps the plain name, for other
@@ -332,17 +354,17 @@ class Client:
         calls, so a restore empties the journal."""
         stored = name
         if self.sandbox and not shared:
-            stored = self.private_snapshots[name] = private_name(self.sandbox, name)
+            stored = self.private_snapshots[name] = private_snapshot_name(self.sandbox, name)
         return self._control("POST", "/snapshots", json={"name": stored, "journal": journal, "replace": replace,
                                                          "private": stored != name})
 
-    def restore(self, name):
+    def restore(self, name) -> replies.RestoreResult:
         return self._control("POST", f"/snapshots/{self.private_snapshots.get(name, name)}/restore")
 
-    def get_snapshot(self, name):
+    def get_snapshot(self, name) -> replies.Snapshot:
         return self._control("GET", f"/snapshots/{self.private_snapshots.get(name, name)}", scoped=False)
 
-    def delete_snapshot(self, name):
+    def delete_snapshot(self, name) -> None:
         self._control("DELETE", f"/snapshots/{self.private_snapshots.pop(name, name)}", scoped=False)
 
     def _delete_quietly(self, path):
@@ -353,10 +375,10 @@ class Client:
                 raise
 
     # ---------------------------------------------------------------- documents and the page
-    def control_document(self):
+    def control_document(self) -> replies.ControlDocument:
         return self._control("GET", "/openapi.json", scoped=False)
 
-    def inspector_url(self):
+    def inspector_url(self) -> str:
         """The inspector's page for this handle's sandbox (open it in a browser)."""
         return f"{self.url}/_mock/ui"
 

@@ -18,7 +18,7 @@ def connect(url=None, *, control_token=None, timeout=20.0, warn=None):
         raise ValueError("connect needs the mock's URL (or the environment variable MOCKSERVER_URL)")
     client = Client(url, control_token=control_token)
     try:
-        client.wait_until_ready(timeout, warn=warn)
+        client.wait_ready(timeout, warn=warn)
     except BaseException:
         client.close()
         raise
@@ -40,7 +40,7 @@ def start_local(*args, command=None, clock="manual", env=None, timeout=30.0, war
     try:
         url = owner.read_url(timeout)
         client = Client(url, owner=owner)
-        client.wait_until_ready(timeout, alive=lambda: process.poll() is None, warn=warn)
+        client.wait_ready(timeout, alive=lambda: process.poll() is None, warn=warn)
     except BaseException:
         owner.stop()
         raise
@@ -69,7 +69,7 @@ def start_container(image=None, *, network=None, port=None, clock="manual", env=
         url = (f"http://127.0.0.1:{port}" if network == "host" else
                f"http://{container.get_container_host_ip()}:{container.get_exposed_port(8080)}")
         client = Client(url, owner=owner)
-        client.wait_until_ready(timeout, warn=warn)
+        client.wait_ready(timeout, warn=warn)
     except BaseException:
         owner.stop()
         raise

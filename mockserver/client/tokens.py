@@ -9,7 +9,9 @@ from mockserver.core.version import __version__
 DEFAULT_FIXTURES = Path(__file__).resolve().parents[1] / "default_fixtures"
 
 
-class UnknownToken(KeyError):
+class UnknownTokenError(KeyError):
+    """A token name no token of the mock's fixtures goes by; its message lists the valid ones."""
+
     def __init__(self, name, known):
         super().__init__(name)
         self.known = known
@@ -17,6 +19,9 @@ class UnknownToken(KeyError):
     def __str__(self):
         return (f"no token named {self.args[0]!r}: use admin, read, write or deploy (also the fixtures' token "
                 f"names and scopes: {', '.join(self.known)})")
+
+
+UnknownToken = UnknownTokenError                # deprecated: the name it had (one release)
 
 
 class Tokens(dict):
@@ -41,7 +46,7 @@ class Tokens(dict):
     def __missing__(self, name):
         key = self.names.get(str(name).lower())
         if key is None or key not in self:
-            raise UnknownToken(name, sorted({*self, *self.names}))
+            raise UnknownTokenError(name, sorted({*self, *self.names}))
         return self[key]
 
     @classmethod

@@ -141,3 +141,36 @@ def test_writers_of_one_file_still_take_turns_and_the_lock_file_goes(tmp_path):
     assert [writer.wait(timeout=120) for writer in writers] == [0, 0, 0, 0]
     assert json.loads(path.read_text()) == {"n": 600}          # no write lost: one writer at a time
     assert sorted(os.listdir(path.parent)) == ["counter.json"]
+
+
+# ---------------------------------------------------------------- the fixture's name, and the one it had
+NAMES_SUITE = """
+    import httpx
+    from mockserver.client import UnknownToken, UnknownTokenError, types
+
+    def test_the_sandbox_fixture_and_its_old_name_are_one_handle(sandbox, mockserver):
+        assert sandbox is mockserver and sandbox.url.endswith(f"/sandbox/{sandbox.sandbox}")
+        reply = httpx.get(f"{sandbox.url}/organization", headers={"Authorization": f"Token {sandbox.token('reader')}"})
+        assert reply.status_code == 200
+        call: types.Call = sandbox.calls()[0]
+        assert call["token"] == "reader" and call["scenario_rule"] is None
+        assert UnknownToken is UnknownTokenError
+        try:
+            sandbox.token("deployr")
+        except UnknownTokenError as error:
+            assert "deployer" in str(error)
+        else:
+            raise AssertionError("an unknown token name was taken")
+"""
+
+
+@pytest.mark.server
+def test_the_sandbox_fixture_is_the_handle_the_mockserver_fixture_was(tmp_path):
+    (tmp_path / "test_names_suite.py").write_text(textwrap.dedent(NAMES_SUITE))
+    mock = LiveServer("--clock", "manual")
+    try:
+        result = run_pytest(tmp_path, "-p", "no:xdist", "test_names_suite.py", "--mockserver-url", mock.url)
+    finally:
+        mock.stop()
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "1 passed" in result.stdout

@@ -4,9 +4,10 @@
 // the helpers built on them (AssertCalled, AssertNotCalled, ExportPact, ExportHAR, WritePact, WriteHAR,
 // Headers, InSandbox).
 //
-// It also starts the mock three ways: Connect (a URL, or MOCKSERVER_URL), StartProcess (the mockserver
+// It also starts the mock three ways: Connect (a URL, or MOCKSERVER_URL), StartLocal (the mockserver
 // command, or MOCKSERVER_COMMAND) and StartContainer (the docker CLI). Package mocktest builds the
-// per-test sandbox on it.
+// per-test sandbox on it. The replies are typed by the control document's schemas (types_gen.go), and the
+// facts every client holds the same (tokens, limits, the version) are its x-constants (constants_gen.go).
 //
 // The package holds no global state: two mocks (and any number of sandboxes of each) work side by side
 // in one process. It uses the standard library only.
@@ -27,11 +28,10 @@ import (
 	"time"
 )
 
-// Version is the client's version: that of the mock server it is made for. When the server's major.minor
-// differs, Connect and the Start functions print one line (see Options.Warnings) and go on.
-const Version = "0.1.0"
+// Version (constants_gen.go) is the client's version: that of the mock server it is made for. When the server's
+// major.minor differs, Connect and the Start functions print one line (see Options.Warnings) and go on.
 
-// Object is a JSON object as the control API answers it, for replies the client does not type.
+// Object is free-form JSON: a request body, a scenario document, a pact file being merged.
 type Object = map[string]any
 
 // Options of a Client. The zero value is ready to use.
@@ -221,23 +221,28 @@ func majorMinor(version string) string {
 	return parts[0] + "." + parts[1]
 }
 
-// Error is a control call that answered a status >= 400, with the server's message.
-type Error struct {
+// MockServerError is a control call that answered a status >= 400, with the server's message.
+type MockServerError struct {
 	Method  string
 	Path    string // the path called, e.g. /sandbox/t1/_mock/scenarios/x
 	Status  int
 	Name    string // the body's "error", e.g. "Not Found"
 	Message string // the body's "message" (or the body itself when it is not the error document)
-	Details []Object
+	Details []ErrorDetail
 }
 
-func (e *Error) Error() string {
+// Error is the name MockServerError had.
+//
+// Deprecated: use MockServerError, the name of the Python and Node clients' error too.
+type Error = MockServerError
+
+func (e *MockServerError) Error() string {
 	return fmt.Sprintf("control API %s %s answered %d: %s", e.Method, e.Path, e.Status, e.Message)
 }
 
-// StatusOf is the status of a control call's error (0 when err is not an *Error).
+// StatusOf is the status of a control call's error (0 when err is not a *MockServerError).
 func StatusOf(err error) int {
-	var e *Error
+	var e *MockServerError
 	if errors.As(err, &e) {
 		return e.Status
 	}
@@ -304,12 +309,8 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 		return fmt.Errorf("control API %s %s: reading the reply: %w", r.method, req.URL.Path, err)
 	}
 	if resp.StatusCode >= 400 {
-		e := &Error{Method: r.method, Path: req.URL.Path, Status: resp.StatusCode}
-		var doc struct {
-			Error   string   `json:"error"`
-			Message string   `json:"message"`
-			Details []Object `json:"details"`
-		}
+		e := &MockServerError{Method: r.method, Path: req.URL.Path, Status: resp.StatusCode}
+		var doc ErrorBody
 		if json.Unmarshal(data, &doc) == nil && doc.Message != "" {
 			e.Name, e.Message, e.Details = doc.Error, doc.Message, doc.Details
 		} else {

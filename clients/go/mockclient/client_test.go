@@ -102,9 +102,13 @@ func TestErrorsCarryStatusAndMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = client.Sandbox("s1").GetScenario(context.Background(), "nope")
-	var controlError *mockclient.Error
+	var controlError *mockclient.MockServerError
 	if !errors.As(err, &controlError) {
-		t.Fatalf("want a *mockclient.Error, got %T %v", err, err)
+		t.Fatalf("want a *mockclient.MockServerError, got %T %v", err, err)
+	}
+	var deprecated *mockclient.Error // the name it had: still the same type, for a release
+	if !errors.As(err, &deprecated) || deprecated != controlError {
+		t.Fatalf("*mockclient.Error is no longer *mockclient.MockServerError")
 	}
 	if controlError.Status != 404 || controlError.Message != "no scenario named nope is active" ||
 		controlError.Path != "/sandbox/s1/_mock/scenarios/nope" || mockclient.StatusOf(err) != 404 {
@@ -235,7 +239,8 @@ func pact(consumer string, descriptions ...string) mockclient.Object {
 	return mockclient.Object{"consumer": mockclient.Object{"name": consumer},
 		"provider": mockclient.Object{"name": "idp-platform"}, "interactions": interactions,
 		"metadata": mockclient.Object{"idp-mockserver": mockclient.Object{"calls": float64(len(descriptions)),
-			"cut": []any{}, "left_out": []any{"x " + consumer}}}}
+			"cut": []any{}, "left_out": []any{mockclient.Object{"call": float64(1), "operation": "getOrganization",
+				"status": float64(401), "reason": "x " + consumer}}}}}
 }
 
 func TestMergePacts(t *testing.T) {

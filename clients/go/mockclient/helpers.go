@@ -2,6 +2,7 @@ package mockclient
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -39,12 +40,12 @@ func (c *Client) AssertNotCalled(t TB, filter Filter) *VerifyResult {
 }
 
 // ExportPact is Export with format "pact": the sandbox's calls as a consumer contract.
-func (c *Client) ExportPact(ctx context.Context, opts ExportOptions) (Object, error) {
+func (c *Client) ExportPact(ctx context.Context, opts ExportOptions) (*ExportDocument, error) {
 	return c.Export(ctx, "pact", opts)
 }
 
 // ExportHAR is Export with format "har": the sandbox's calls as a HAR 1.2 log.
-func (c *Client) ExportHAR(ctx context.Context, filter Filter) (Object, error) {
+func (c *Client) ExportHAR(ctx context.Context, filter Filter) (*ExportDocument, error) {
 	return c.Export(ctx, "har", ExportOptions{Filter: filter})
 }
 
@@ -52,7 +53,7 @@ func (c *Client) ExportHAR(ctx context.Context, filter Filter) (Object, error) {
 // already there (same consumer and provider: its interactions kept, the new ones added), as the Python
 // plugin does. Writers of one file take turns under the lock file path.lock, deleted when done. It
 // returns the document written.
-func (c *Client) WritePact(ctx context.Context, path string, opts PactOptions) (Object, error) {
+func (c *Client) WritePact(ctx context.Context, path string, opts PactOptions) (*ExportDocument, error) {
 	document, err := c.ExportPact(ctx, opts.ExportOptions)
 	if err != nil {
 		return nil, err
@@ -61,16 +62,58 @@ func (c *Client) WritePact(ctx context.Context, path string, opts PactOptions) (
 	if opts.NoMerge {
 		merge = nil
 	}
-	return writeJSON(path, document, merge)
+	return writeDocument(path, document, merge)
 }
 
 // WriteHAR writes the sandbox's calls as a HAR 1.2 log at path.
-func (c *Client) WriteHAR(ctx context.Context, path string, filter Filter) (Object, error) {
+func (c *Client) WriteHAR(ctx context.Context, path string, filter Filter) (*ExportDocument, error) {
 	document, err := c.ExportHAR(ctx, filter)
 	if err != nil {
 		return nil, err
 	}
-	return writeJSON(path, document, nil)
+	return writeDocument(path, document, nil)
+}
+
+// writeDocument writes an export as writeJSON does (merged as free-form JSON: a pact file may hold what an older
+// mock wrote), and returns what was written, typed again.
+func writeDocument(path string, document *ExportDocument, merge func(old, new Object) (Object, error)) (*ExportDocument, error) {
+	var object Object
+	if err := convert(document, &object); err != nil {
+		return nil, err
+	}
+	written, err := writeJSON(path, object, merge)
+	if err != nil {
+		return nil, err
+	}
+	var out ExportDocument
+	return &out, convert(written, &out)
+}
+
+// convert turns one JSON-shaped value into another through its JSON.
+func convert(from, to any) error {
+	data, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, to)
+}
+
+// AssertRulesFired fails the test (t.Fatalf) naming the scenario rules that never fired: in the client's
+// sandbox, or with opts.Scope "mock" in every sandbox whose name starts with opts.Prefix (those gone included).
+// It returns the usage report.
+func (c *Client) AssertRulesFired(t TB, opts UsageOptions) *UsageReport {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	report, err := c.Usage(ctx, opts)
+	if err != nil {
+		t.Fatalf("%v", err)
+		return nil
+	}
+	if unused := report.Rules.NeverFired; len(unused) > 0 {
+		t.Fatalf("mockserver: %d scenario rule(s) never fired: %s", len(unused), strings.Join(unused, ", "))
+	}
+	return report
 }
 
 // Token is the value of a default token of the sandbox's fixtures, by the fixtures' name (admin,
@@ -109,11 +152,23 @@ func (c *Client) Sandbox(name string) *Client {
 	return &Client{s: c.s, sandbox: name, base: c.s.root + "/sandbox/" + name}
 }
 
-// Delete deletes the handle's sandbox and the private snapshots saved through the handle.
+// Delete deletes the handle's sandbox and the private snapshots saved through the handle; one already gone
+// is no error.
+//
+// Deprecated: use DeleteSandbox(ctx, "", false), the name of the Python and Node clients' method too.
 func (c *Client) Delete(ctx context.Context) error {
 	if c.sandbox == "" {
 		return errors.New("mockclient: Delete: this handle is on the whole mock, not on a sandbox")
 	}
+	if err := c.DeleteSandbox(ctx, "", false); err != nil && StatusOf(err) != http.StatusNotFound {
+		return err
+	}
+	return nil
+}
+
+// deletePrivateSnapshots deletes the snapshots saved through the handle under a private name (the server
+// deletes them with their sandbox too; this also covers older servers).
+func (c *Client) deletePrivateSnapshots(ctx context.Context) error {
 	c.mu.Lock()
 	stored := make([]string, 0, len(c.private))
 	for _, name := range c.private {
@@ -123,14 +178,10 @@ func (c *Client) Delete(ctx context.Context) error {
 	c.mu.Unlock()
 	var problems []string
 	for _, name := range stored {
-		// the server deletes private snapshots with their sandbox; this also covers older servers
 		err := c.do(ctx, request{method: "DELETE", path: "/snapshots/" + name, global: true}, nil)
 		if err != nil && StatusOf(err) != http.StatusNotFound {
 			problems = append(problems, err.Error())
 		}
-	}
-	if err := c.DeleteSandbox(ctx, c.sandbox, false); err != nil && StatusOf(err) != http.StatusNotFound {
-		problems = append(problems, err.Error())
 	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -25,15 +26,15 @@ func (c *Client) Health(ctx context.Context) (*Health, error) {
 
 // Reset is POST /_mock/reset: the sandbox back to the world it was made with, journal and deliveries
 // cleared; with scenarios, its active scenarios removed too. The clock stays where it is.
-func (c *Client) Reset(ctx context.Context, scenarios bool) (Object, error) {
-	var out Object
-	return out, c.do(ctx, request{method: "POST", path: "/reset", body: Object{"scenarios": scenarios}}, &out)
+func (c *Client) Reset(ctx context.Context, scenarios bool) (*ResetResult, error) {
+	var out ResetResult
+	return &out, c.do(ctx, request{method: "POST", path: "/reset", body: Object{"scenarios": scenarios}}, &out)
 }
 
 // State is GET /_mock/state: record counts per table, token names, active deployments, journal size.
-func (c *Client) State(ctx context.Context) (Object, error) {
-	var out Object
-	return out, c.do(ctx, request{method: "GET", path: "/state"}, &out)
+func (c *Client) State(ctx context.Context) (*State, error) {
+	var out State
+	return &out, c.do(ctx, request{method: "GET", path: "/state"}, &out)
 }
 
 // ExportState is GET /_mock/state/export: the state as a fixtures YAML document. With includeSecrets
@@ -48,9 +49,9 @@ func (c *Client) ExportState(ctx context.Context, includeSecrets bool) (string, 
 }
 
 // StateTree is GET /_mock/state/tree: organization -> projects -> environments -> services, with counts.
-func (c *Client) StateTree(ctx context.Context) (Object, error) {
-	var out Object
-	return out, c.do(ctx, request{method: "GET", path: "/state/tree"}, &out)
+func (c *Client) StateTree(ctx context.Context) (*StateTree, error) {
+	var out StateTree
+	return &out, c.do(ctx, request{method: "GET", path: "/state/tree"}, &out)
 }
 
 // Clock is GET /_mock/clock.
@@ -113,9 +114,9 @@ func (c *Client) Verify(ctx context.Context, filter Filter, counts ...Count) (*V
 
 // Coverage is GET /_mock/calls/coverage: per documented operation, the journal's calls by status and
 // whether one answered 2xx.
-func (c *Client) Coverage(ctx context.Context) (Object, error) {
-	var out Object
-	return out, c.do(ctx, request{method: "GET", path: "/calls/coverage"}, &out)
+func (c *Client) Coverage(ctx context.Context) (*Coverage, error) {
+	var out Coverage
+	return &out, c.do(ctx, request{method: "GET", path: "/calls/coverage"}, &out)
 }
 
 // Usage is GET /_mock/usage: the scenario rules that never fired and the operations never called, of the
@@ -134,20 +135,20 @@ func (c *Client) Usage(ctx context.Context, opts UsageOptions) (*UsageReport, er
 
 // Export is GET /_mock/calls/export: the sandbox's calls as a pact (format "pact") or a HAR 1.2 log
 // (format "har"). ExportPact and ExportHAR say it shorter.
-func (c *Client) Export(ctx context.Context, format string, opts ExportOptions) (Object, error) {
-	var out Object
-	return out, c.do(ctx, request{method: "GET", path: "/calls/export", query: opts.query(format)}, &out)
+func (c *Client) Export(ctx context.Context, format string, opts ExportOptions) (*ExportDocument, error) {
+	var out ExportDocument
+	return &out, c.do(ctx, request{method: "GET", path: "/calls/export", query: opts.query(format)}, &out)
 }
 
 // ProviderStates is POST /_mock/provider-states, the Pact verifier's state-change URL: makes a provider
 // state true in the sandbox.
-func (c *Client) ProviderStates(ctx context.Context, state ProviderState) (Object, error) {
-	var out Object
-	return out, c.do(ctx, request{method: "POST", path: "/provider-states", body: state}, &out)
+func (c *Client) ProviderStates(ctx context.Context, state ProviderState) (*ProviderStateResult, error) {
+	var out ProviderStateResult
+	return &out, c.do(ctx, request{method: "POST", path: "/provider-states", body: state}, &out)
 }
 
 // CallRows is GET /_mock/calls/rows: journal rows without headers or bodies, newest first, paged.
-func (c *Client) CallRows(ctx context.Context, filter RowsFilter) (Object, error) {
+func (c *Client) CallRows(ctx context.Context, filter RowsFilter) (*CallRowPage, error) {
 	query := url.Values{}
 	for key, value := range map[string]string{"method": filter.Method, "status": filter.Status,
 		"operation": filter.Operation, "path": filter.Path, "text": filter.Text} {
@@ -160,8 +161,11 @@ func (c *Client) CallRows(ctx context.Context, filter RowsFilter) (Object, error
 			query.Set(key, strconv.Itoa(value))
 		}
 	}
-	var out Object
-	return out, c.do(ctx, request{method: "GET", path: "/calls/rows", query: query}, &out)
+	if filter.Drift {
+		query.Set("drift", "true")
+	}
+	var out CallRowPage
+	return &out, c.do(ctx, request{method: "GET", path: "/calls/rows", query: query}, &out)
 }
 
 // Call is GET /_mock/calls/{id}: one journal entry in full.
@@ -172,9 +176,9 @@ func (c *Client) Call(ctx context.Context, id int) (*Call, error) {
 
 // Deployments is GET /_mock/deployments: every deployment request by environment on the sandbox's
 // clock (state intervals, steps, outcome, queue).
-func (c *Client) Deployments(ctx context.Context) (Object, error) {
-	var out Object
-	return out, c.do(ctx, request{method: "GET", path: "/deployments"}, &out)
+func (c *Client) Deployments(ctx context.Context) (*Deployments, error) {
+	var out Deployments
+	return &out, c.do(ctx, request{method: "GET", path: "/deployments"}, &out)
 }
 
 // ActivateScenario is POST /_mock/scenarios: activates (or replaces) a scenario from a YAML (or JSON)
@@ -258,7 +262,7 @@ func (c *Client) Deliveries(ctx context.Context, filter DeliveryFilter) ([]Deliv
 
 // MintToken is POST /_mock/tokens: mints an API token (or an HS256 JWT) in the sandbox. Its value is
 // the reply's Token.
-func (c *Client) MintToken(ctx context.Context, opts TokenOptions) (*Token, error) {
+func (c *Client) MintToken(ctx context.Context, opts TokenOptions) (*MintedToken, error) {
 	scopes, kind := opts.Scopes, opts.Kind
 	if len(scopes) == 0 {
 		scopes = []string{"Admin"}
@@ -276,14 +280,14 @@ func (c *Client) MintToken(ctx context.Context, opts TokenOptions) (*Token, erro
 	if opts.Name != "" {
 		body["name"] = opts.Name
 	}
-	var out Token
+	var out MintedToken
 	return &out, c.do(ctx, request{method: "POST", path: "/tokens", body: body}, &out)
 }
 
 // Sandboxes is GET /_mock/sandboxes: every live sandbox of the mock.
-func (c *Client) Sandboxes(ctx context.Context) ([]SandboxInfo, error) {
+func (c *Client) Sandboxes(ctx context.Context) ([]Sandbox, error) {
 	var out struct {
-		Results []SandboxInfo `json:"results"`
+		Results []Sandbox `json:"results"`
 	}
 	return out.Results, c.do(ctx, request{method: "GET", path: "/sandboxes", global: true}, &out)
 }
@@ -294,22 +298,34 @@ func (c *Client) DeleteAllSandboxes(ctx context.Context) error {
 }
 
 // GetSandbox is GET /_mock/sandboxes/{name}.
-func (c *Client) GetSandbox(ctx context.Context, name string) (*SandboxInfo, error) {
-	var out SandboxInfo
+func (c *Client) GetSandbox(ctx context.Context, name string) (*Sandbox, error) {
+	var out Sandbox
 	return &out, c.do(ctx, request{method: "GET", path: "/sandboxes/" + url.PathEscape(name), global: true}, &out)
 }
 
 // CreateSandbox is PUT /_mock/sandboxes/{name}: creates the sandbox, or replaces it with a fresh one,
 // with the options. InSandbox does the same and returns a handle on it.
-func (c *Client) CreateSandbox(ctx context.Context, name string, opts SandboxOptions) (*SandboxInfo, error) {
-	var out SandboxInfo
+func (c *Client) CreateSandbox(ctx context.Context, name string, opts SandboxOptions) (*Sandbox, error) {
+	var out Sandbox
 	return &out, c.do(ctx, request{method: "PUT", path: "/sandboxes/" + url.PathEscape(name), global: true,
 		body: opts}, &out)
 }
 
 // DeleteSandbox is DELETE /_mock/sandboxes/{name}: deletes the sandbox and its private snapshots; with
-// deleteSnapshots, every snapshot saved from it, shared ones too.
+// deleteSnapshots, every snapshot saved from it, shared ones too. An empty name is the handle's own sandbox
+// (with the private snapshots saved through the handle), as in the Python and Node clients.
 func (c *Client) DeleteSandbox(ctx context.Context, name string, deleteSnapshots bool) error {
+	if name == "" {
+		if c.sandbox == "" {
+			return errors.New("mockclient: DeleteSandbox: name the sandbox (this handle is on the whole mock)")
+		}
+		name = c.sandbox
+	}
+	if name == c.sandbox {
+		if err := c.deletePrivateSnapshots(ctx); err != nil {
+			return err
+		}
+	}
 	query := url.Values{}
 	if deleteSnapshots {
 		query.Set("snapshots", "delete")
@@ -319,17 +335,17 @@ func (c *Client) DeleteSandbox(ctx context.Context, name string, deleteSnapshots
 }
 
 // ResetSandbox is POST /_mock/sandboxes/{name}/reset, the same as Reset on a handle of that sandbox.
-func (c *Client) ResetSandbox(ctx context.Context, name string, scenarios bool) (*SandboxInfo, error) {
-	var out SandboxInfo
+func (c *Client) ResetSandbox(ctx context.Context, name string, scenarios bool) (*Sandbox, error) {
+	var out Sandbox
 	return &out, c.do(ctx, request{method: "POST", path: "/sandboxes/" + url.PathEscape(name) + "/reset",
 		global: true, body: Object{"scenarios": scenarios}}, &out)
 }
 
 // Snapshots is GET /_mock/snapshots: every snapshot of the mock (shared by all sandboxes), the built-in
 // fixtures first.
-func (c *Client) Snapshots(ctx context.Context) ([]SnapshotInfo, error) {
+func (c *Client) Snapshots(ctx context.Context) ([]Snapshot, error) {
 	var out struct {
-		Results []SnapshotInfo `json:"results"`
+		Results []Snapshot `json:"results"`
 	}
 	return out.Results, c.do(ctx, request{method: "GET", path: "/snapshots", global: true}, &out)
 }
@@ -337,12 +353,12 @@ func (c *Client) Snapshots(ctx context.Context) ([]SnapshotInfo, error) {
 // Snapshot is POST /_mock/snapshots: saves the sandbox's whole world under name, to Restore(name) later.
 // On a sandbox handle the snapshot is private to the sandbox unless opts.Shared (see SnapshotOptions).
 // It replaces a snapshot of that name unless opts.NoReplace.
-func (c *Client) Snapshot(ctx context.Context, name string, opts SnapshotOptions) (*SnapshotInfo, error) {
+func (c *Client) Snapshot(ctx context.Context, name string, opts SnapshotOptions) (*Snapshot, error) {
 	stored := name
 	if c.sandbox != "" && !opts.Shared {
 		stored = PrivateSnapshotName(c.sandbox, name)
 	}
-	var out SnapshotInfo
+	var out Snapshot
 	err := c.do(ctx, request{method: "POST", path: "/snapshots", body: Object{"name": stored,
 		"journal": opts.Journal, "replace": !opts.NoReplace, "private": stored != name}}, &out)
 	if err == nil && stored != name {
@@ -356,15 +372,17 @@ func (c *Client) Snapshot(ctx context.Context, name string, opts SnapshotOptions
 	return &out, err
 }
 
-// PrivateSnapshotName is the name a sandbox's private snapshot is stored under (the same as the Python
-// plugin's): the name given (48 characters at most), a dot, and 12 hex digits of sha1("sandbox|name").
+// PrivateSnapshotName is the name a sandbox's private snapshot is stored under, the same in every client (the
+// control document's x-constants.private_snapshot): the name given (PrivateSnapshotHead characters at most), a
+// dot, and PrivateSnapshotDigestChars hex digits of the sha1 of PrivateSnapshotKey ("sandbox|name").
 func PrivateSnapshotName(sandbox, name string) string {
-	digest := sha1.Sum([]byte(sandbox + "|" + name))
+	key := strings.NewReplacer("{sandbox}", sandbox, "{name}", name).Replace(PrivateSnapshotKey)
+	digest := sha1.Sum([]byte(key))
 	head := name
-	if len(head) > 48 {
-		head = head[:48]
+	if len(head) > PrivateSnapshotHead {
+		head = head[:PrivateSnapshotHead]
 	}
-	return head + "." + hex.EncodeToString(digest[:])[:12]
+	return head + "." + hex.EncodeToString(digest[:])[:PrivateSnapshotDigestChars]
 }
 
 // stored is the name a snapshot saved through this handle is stored under.
@@ -378,8 +396,8 @@ func (c *Client) stored(name string) string {
 }
 
 // GetSnapshot is GET /_mock/snapshots/{name} (a private snapshot of the handle by the name it was given).
-func (c *Client) GetSnapshot(ctx context.Context, name string) (*SnapshotInfo, error) {
-	var out SnapshotInfo
+func (c *Client) GetSnapshot(ctx context.Context, name string) (*Snapshot, error) {
+	var out Snapshot
 	return &out, c.do(ctx, request{method: "GET", path: "/snapshots/" + url.PathEscape(c.stored(name))}, &out)
 }
 
@@ -397,9 +415,9 @@ func (c *Client) DeleteSnapshot(ctx context.Context, name string) error {
 
 // Restore is POST /_mock/snapshots/{name}/restore: the sandbox's world replaced with the snapshot (a
 // private one of the handle by the name it was given); its clock goes on from the saved moment.
-func (c *Client) Restore(ctx context.Context, name string) (Object, error) {
-	var out Object
-	return out, c.do(ctx, request{method: "POST", path: "/snapshots/" + url.PathEscape(c.stored(name)) + "/restore"}, &out)
+func (c *Client) Restore(ctx context.Context, name string) (*RestoreResult, error) {
+	var out RestoreResult
+	return &out, c.do(ctx, request{method: "POST", path: "/snapshots/" + url.PathEscape(c.stored(name)) + "/restore"}, &out)
 }
 
 // InspectorURL is the address of the inspector page of the handle's sandbox (GET /_mock/ui), after
@@ -413,13 +431,13 @@ func (c *Client) InspectorURL(ctx context.Context) (string, error) {
 }
 
 // ScenarioSchema is GET /_mock/schemas/scenario.json: the JSON Schema of scenario files.
-func (c *Client) ScenarioSchema(ctx context.Context) (Object, error) {
-	var out Object
-	return out, c.do(ctx, request{method: "GET", path: "/schemas/scenario.json", global: true}, &out)
+func (c *Client) ScenarioSchema(ctx context.Context) (*ScenarioSchema, error) {
+	var out ScenarioSchema
+	return &out, c.do(ctx, request{method: "GET", path: "/schemas/scenario.json", global: true}, &out)
 }
 
 // ControlDocument is GET /_mock/openapi.json: the control API's OpenAPI document.
-func (c *Client) ControlDocument(ctx context.Context) (Object, error) {
-	var out Object
-	return out, c.do(ctx, request{method: "GET", path: "/openapi.json", global: true}, &out)
+func (c *Client) ControlDocument(ctx context.Context) (*ControlDocument, error) {
+	var out ControlDocument
+	return &out, c.do(ctx, request{method: "GET", path: "/openapi.json", global: true}, &out)
 }

@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// Server is a mock this process started (StartProcess, StartContainer): its URL, a client on it, and
+// Server is a mock this process started (StartLocal, StartContainer): its URL, a client on it, and
 // Stop. Stop it when done (mocktest does it in t.Cleanup).
 type Server struct {
 	URL    string  // root URL, e.g. http://127.0.0.1:41234
@@ -43,8 +43,8 @@ func (s *Server) Output() string {
 	return s.output.String()
 }
 
-// ProcessOptions shape StartProcess. The zero value runs `$MOCKSERVER_COMMAND serve --port 0 --clock manual`.
-type ProcessOptions struct {
+// LocalOptions shape StartLocal. The zero value runs `$MOCKSERVER_COMMAND serve --port 0 --clock manual`.
+type LocalOptions struct {
 	// Command is the mockserver executable. Default: the environment variable MOCKSERVER_COMMAND, else
 	// "mockserver" on PATH.
 	Command string
@@ -64,10 +64,22 @@ type ProcessOptions struct {
 
 var startLine = regexp.MustCompile(`\bon (https?://[^\s:]+:[0-9]+)`)
 
-// StartProcess runs `COMMAND serve --port 0 --clock manual [args]`, reads the URL from the first line it
+// ProcessOptions is LocalOptions.
+//
+// Deprecated: use LocalOptions.
+type ProcessOptions = LocalOptions
+
+// StartProcess is StartLocal.
+//
+// Deprecated: use StartLocal, the name of the Python and Node clients' function too.
+func StartProcess(ctx context.Context, opts LocalOptions) (*Server, error) {
+	return StartLocal(ctx, opts)
+}
+
+// StartLocal runs `COMMAND serve --port 0 --clock manual [args]`, reads the URL from the first line it
 // prints (`mockserver 0.1.0 on http://127.0.0.1:PORT: ...`), waits until /_mock/health answers 200, and
 // checks the server's version. On Linux the process is also killed if this process dies first.
-func StartProcess(ctx context.Context, opts ProcessOptions) (*Server, error) {
+func StartLocal(ctx context.Context, opts LocalOptions) (*Server, error) {
 	command := opts.Command
 	if command == "" {
 		command = os.Getenv("MOCKSERVER_COMMAND")

@@ -10,22 +10,6 @@ import (
 	"strings"
 )
 
-// DefaultTokens are the tokens of the default fixtures by short name (a new map each time): what Token
-// falls back to when the server does not list its tokens (a mock run with --control-token leaves their
-// values out).
-func DefaultTokens() map[string]string {
-	return map[string]string{
-		"admin":  "mock-admin-token",
-		"read":   "mock-read-token",
-		"write":  "mock-write-token",
-		"deploy": "mock-deploy-token",
-	}
-}
-
-// defaultNames are every name a test may know a default token by: short key, fixtures' name, scope.
-var defaultNames = map[string]string{"admin": "admin", "read": "read", "reader": "read", "write": "write",
-	"writer": "write", "deploy": "deploy", "deployer": "deploy"}
-
 // tokenTable finds a token by any of its names (lower case).
 type tokenTable struct {
 	byName map[string]string
@@ -37,7 +21,17 @@ func (t *tokenTable) lookup(name string) (string, error) {
 	if token, ok := t.byName[strings.ToLower(strings.TrimSpace(name))]; ok {
 		return token, nil
 	}
-	return "", fmt.Errorf("no token named %q: use %s", name, t.hint)
+	return "", &UnknownTokenError{Name: name, hint: t.hint}
+}
+
+// UnknownTokenError is a token name Token (or Headers) does not know; its message lists the valid ones.
+type UnknownTokenError struct {
+	Name string
+	hint string
+}
+
+func (e *UnknownTokenError) Error() string {
+	return fmt.Sprintf("no token named %q: use %s", e.Name, e.hint)
 }
 
 func defaultTokenTable() *tokenTable {
@@ -45,7 +39,7 @@ func defaultTokenTable() *tokenTable {
 		hint: "admin, read, write or deploy (also the fixtures' token names admin, reader, writer, deployer, " +
 			"or the scopes Admin, Read, Write, Deploy)"}
 	tokens := DefaultTokens()
-	for name, key := range defaultNames {
+	for name, key := range defaultTokenNames {
 		table.byName[name] = tokens[key]
 	}
 	return table
@@ -104,7 +98,7 @@ func (c *Client) fetchTokens(ctx context.Context) *tokenTable {
 	if len(table.byName) == 0 {
 		return defaultTokenTable()
 	}
-	for alias, key := range defaultNames { // reader -> read ... when the server's names leave them free
+	for alias, key := range defaultTokenNames { // reader -> read ... when the server's names leave them free
 		if _, taken := table.byName[alias]; !taken {
 			if token, ok := table.byName[key]; ok {
 				table.byName[alias] = token

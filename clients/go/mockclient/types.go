@@ -1,56 +1,14 @@
 package mockclient
 
+// The request options of the control client, written here; the replies' types are the control document's
+// schemas, written into types_gen.go by python -m mockserver.client.generate.
+
 import (
 	"encoding/json"
 	"net/url"
 	"strconv"
 	"time"
 )
-
-// Health is the reply of GET /_mock/health.
-type Health struct {
-	Status        string  `json:"status"` // ok, or degraded while saves of the state file fail
-	Version       string  `json:"version"`
-	Clock         string  `json:"clock"` // the clock mode new sandboxes start with: real or manual
-	Replica       string  `json:"replica"`
-	Sandboxes     int     `json:"sandboxes"`
-	UptimeSeconds float64 `json:"uptime_seconds"`
-	StartedFrom   Object  `json:"started_from"`
-	StateFile     Object  `json:"state_file"`
-	Memory        Object  `json:"memory"`
-}
-
-// Clock is a sandbox's clock.
-type Clock struct {
-	Mode          string    `json:"mode"` // real or manual
-	Now           time.Time `json:"now"`
-	Epoch         float64   `json:"epoch"`
-	OffsetSeconds float64   `json:"offset_seconds"`
-}
-
-// Call is one entry of the call journal.
-type Call struct {
-	ID                int               `json:"id"`
-	Time              time.Time         `json:"time"`
-	Method            string            `json:"method"`
-	Path              string            `json:"path"`
-	PathTemplate      string            `json:"path_template"`
-	Operation         string            `json:"operation"`
-	Query             Object            `json:"query"`
-	Headers           Object            `json:"headers"`
-	Body              any               `json:"body"`
-	Status            int               `json:"status"` // 0 when a scenario dropped the connection
-	ResponseHeaders   map[string]string `json:"response_headers"`
-	Response          any               `json:"response"`
-	DurationMS        float64           `json:"duration_ms"`
-	ScenarioRule      string            `json:"scenario_rule"`
-	RequestID         string            `json:"request_id"`
-	TraceID           string            `json:"trace_id"` // only when the mock traces (OTEL_* environment)
-	Token             string            `json:"token"`
-	WebhookDeliveries []int             `json:"webhook_deliveries"`
-	Drift             []Object          `json:"drift"`
-	Truncated         Object            `json:"truncated"`
-}
 
 // Filter selects journal entries (GET /_mock/calls, verify, export). Empty fields are not sent.
 type Filter struct {
@@ -102,20 +60,11 @@ func AtLeast(n int) Count { return Count{"at_least", n} }
 // AtMost expects n calls or fewer.
 func AtMost(n int) Count { return Count{"at_most", n} }
 
-// VerifyResult is the verdict of POST /_mock/calls/verify.
-type VerifyResult struct {
-	OK       bool     `json:"ok"`
-	Expected Object   `json:"expected"`
-	Actual   int      `json:"actual"`
-	Filters  Object   `json:"filters"`
-	Message  string   `json:"message"` // readable: the matches and near misses
-	Matched  []string `json:"matched"`
-}
-
 // RowsFilter selects and pages the journal's rows (GET /_mock/calls/rows).
 type RowsFilter struct {
 	Method, Status, Operation, Path string
 	Text                            string // case-insensitive text anywhere in the call
+	Drift                           bool   // only the forwarded calls whose exchange drifted from the document
 	Before                          int    // only calls with a smaller id (0: not sent)
 	Since                           int    // only calls with a greater id (0: not sent)
 	Limit                           int    // page size, at most 1000 (0: the server's 100)
@@ -145,9 +94,6 @@ func (o ExportOptions) query(format string) url.Values {
 	return query
 }
 
-// PactOptions shape WritePact: the export's options, and whether to replace the file instead of merging
-// into it.
-
 // UsageOptions choose what Usage counts: Scope "sandbox" (the client's; the default) or "mock" (every
 // sandbox whose name starts with Prefix, the deleted and reset ones included).
 type UsageOptions struct {
@@ -155,34 +101,8 @@ type UsageOptions struct {
 	Prefix string
 }
 
-// UsageReport is what a suite used: the scenario rules that fired and never fired, the operations called
-// and never called.
-type UsageReport struct {
-	Scope     string `json:"scope"`
-	Sandboxes int    `json:"sandboxes"`
-	Rules     struct {
-		Total      int         `json:"total"`
-		Fired      int         `json:"fired"`
-		NeverFired []string    `json:"never_fired"`
-		Results    []RuleUsage `json:"results"`
-	} `json:"rules"`
-	Operations struct {
-		Total       int            `json:"total"`
-		Called      int            `json:"called"`
-		NeverCalled []string       `json:"never_called"`
-		Calls       map[string]int `json:"calls"`
-	} `json:"operations"`
-	JournalDropped int `json:"journal_dropped"`
-}
-
-// RuleUsage is how often one scenario rule matched a call and fired.
-type RuleUsage struct {
-	Rule     string `json:"rule"`
-	Scenario string `json:"scenario"`
-	Matched  int    `json:"matched"`
-	Fired    int    `json:"fired"`
-}
-
+// PactOptions shape WritePact: the export's options, and whether to replace the file instead of merging
+// into it.
 type PactOptions struct {
 	ExportOptions
 	NoMerge bool // write the pact alone instead of merging it into the one at the path
@@ -195,54 +115,11 @@ type ProviderState struct {
 	Action string `json:"action,omitempty"` // setup (default) or teardown
 }
 
-// Scenario is an active scenario with its rules' counters.
-type Scenario struct {
-	Name        string         `json:"name"`
-	Source      string         `json:"source"`
-	Description string         `json:"description"`
-	Rules       []ScenarioRule `json:"rules"`
-	Warnings    []string       `json:"warnings"` // PUT only: rules that may never fire
-}
-
-// ScenarioRule is one rule of an active scenario.
-type ScenarioRule struct {
-	Name    string `json:"name"` // scenario/rule
-	Match   Object `json:"match"`
-	Effect  Object `json:"effect"`
-	Window  Object `json:"window"`
-	Matched int    `json:"matched"`
-	Fired   int    `json:"fired"`
-}
-
 // DeliveryFilter selects webhook deliveries. Empty fields are not sent.
 type DeliveryFilter struct {
 	WebhookID string
 	EventType string // DEPLOYMENT_STARTED, DEPLOYMENT_FAILED ...
 	Status    string // PENDING, RETRYING, DELIVERED, FAILED
-}
-
-// Delivery is a webhook delivery with its attempts.
-type Delivery struct {
-	ID            int        `json:"id"`
-	WebhookID     string     `json:"webhook_id"`
-	EventType     string     `json:"event_type"`
-	TargetURL     string     `json:"target_url"`
-	Payload       Object     `json:"payload"`
-	CausedByCall  int        `json:"caused_by_call"`
-	CreatedAt     time.Time  `json:"created_at"`
-	Status        string     `json:"status"`
-	NextAttemptAt *time.Time `json:"next_attempt_at"`
-	Attempts      []Attempt  `json:"attempts"`
-}
-
-// Attempt is one attempt of a webhook delivery.
-type Attempt struct {
-	Number     int       `json:"number"`
-	At         time.Time `json:"at"`
-	StatusCode int       `json:"status_code"` // 0 when the attempt got no reply
-	Error      string    `json:"error"`
-	DurationMS float64   `json:"duration_ms"`
-	Signature  string    `json:"signature"`
 }
 
 // TokenOptions shape MintToken. The zero value mints an Admin API token of the first organization
@@ -253,16 +130,6 @@ type TokenOptions struct {
 	TTL          time.Duration // lifetime on the mock's clock (0: none; JWTs default to an hour)
 	Organization string        // default: the first organization of the fixtures
 	Name         string
-}
-
-// Token is a minted token; its value is Token.
-type Token struct {
-	Name         string     `json:"name"`
-	Token        string     `json:"token"`
-	Kind         string     `json:"kind"`
-	Scopes       []string   `json:"scopes"`
-	Organization string     `json:"organization"`
-	ExpiresAt    *time.Time `json:"expires_at"`
 }
 
 // SandboxOptions shape a sandbox made by CreateSandbox or InSandbox. The zero value makes a fresh copy of
@@ -324,22 +191,6 @@ func (o SandboxOptions) MarshalJSON() ([]byte, error) {
 	return json.Marshal(body)
 }
 
-// SandboxInfo describes a sandbox.
-type SandboxInfo struct {
-	Name              string    `json:"name"`
-	Source            string    `json:"source"` // fixtures, options, or snapshot <name>
-	CreatedAt         time.Time `json:"created_at"`
-	LastUsedAt        time.Time `json:"last_used_at"`
-	Calls             int       `json:"calls"`
-	Resources         int       `json:"resources"`
-	JournalEntries    int       `json:"journal_entries"`
-	ActiveDeployments int       `json:"active_deployments"`
-	Scenarios         []string  `json:"scenarios"`
-	Clock             Clock     `json:"clock"`
-	Asleep            bool      `json:"asleep"`
-	Expires           *Expiry   `json:"expires"` // as it was made with, or nil
-}
-
 // SnapshotOptions shape Snapshot.
 type SnapshotOptions struct {
 	Journal   bool // keep the journal in the snapshot too
@@ -350,15 +201,14 @@ type SnapshotOptions struct {
 	Shared bool
 }
 
-// SnapshotInfo describes a snapshot.
-type SnapshotInfo struct {
-	Name      string    `json:"name"`
-	Sandbox   string    `json:"sandbox"` // the sandbox it was saved from
-	Private   bool      `json:"private"`
-	Builtin   bool      `json:"builtin"`
-	SavedAt   time.Time `json:"saved_at"`
-	ClockAt   time.Time `json:"clock_at"`
-	Journal   bool      `json:"journal"`
-	Resources int       `json:"resources"`
-	Bytes     int       `json:"bytes"`
-}
+// Deprecated names of reply types, kept for a release: each is the control document's schema of that reply.
+type (
+	// Deprecated: SandboxInfo is Sandbox.
+	SandboxInfo = Sandbox
+	// Deprecated: SnapshotInfo is Snapshot.
+	SnapshotInfo = Snapshot
+	// Deprecated: Token is MintedToken.
+	Token = MintedToken
+	// Deprecated: Attempt is DeliveryAttempt.
+	Attempt = DeliveryAttempt
+)

@@ -47,8 +47,7 @@ func controlOperations(t *testing.T, c *mockclient.Client) []operation {
 		t.Fatal(err)
 	}
 	var operations []operation
-	paths, _ := document["paths"].(mockclient.Object)
-	for path, item := range paths {
+	for path, item := range document.Paths {
 		for method, raw := range item.(mockclient.Object) {
 			op, ok := raw.(mockclient.Object)
 			if !ok {
@@ -104,7 +103,7 @@ func TestCoverage(t *testing.T) {
 		}
 	}
 	for _, helper := range []string{"AssertCalled", "AssertNotCalled", "ExportPact", "ExportHAR", "WritePact",
-		"WriteHAR", "Headers", "Token", "InSandbox", "URL", "Delete"} {
+		"WriteHAR", "Headers", "Token", "InSandbox", "URL", "AssertRulesFired"} {
 		if _, ok := clientType.MethodByName(helper); !ok {
 			t.Errorf("no helper mockclient.Client.%s", helper)
 		}
@@ -118,7 +117,7 @@ func TestCoverage(t *testing.T) {
 // every sandbox), and fails when the control document has an x-client name this table does not call.
 func TestEveryRouteThroughTheClient(t *testing.T) {
 	t.Parallel()
-	server := mocktest.StartProcess(t, mockclient.ProcessOptions{})
+	server := mocktest.StartLocal(t, mockclient.LocalOptions{})
 	root := server.Client
 	ctx := context.Background()
 	sb, err := root.InSandbox(ctx, "every-route", mockclient.SandboxOptions{})

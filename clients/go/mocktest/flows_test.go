@@ -3,6 +3,7 @@ package mocktest_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -115,8 +116,8 @@ func TestParallelSandboxesDoNotSeeEachOther(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, snapshot := range snapshots {
-		if strings.HasPrefix(snapshot.Name, "same-name.") && strings.Contains(snapshot.Sandbox, "sandbox-") {
-			t.Errorf("snapshot %s of %s outlived its sandbox", snapshot.Name, snapshot.Sandbox)
+		if strings.HasPrefix(snapshot.Name, "same-name.") && strings.Contains(str(snapshot.Sandbox), "sandbox-") {
+			t.Errorf("snapshot %s of %s outlived its sandbox", snapshot.Name, str(snapshot.Sandbox))
 		}
 	}
 }
@@ -205,10 +206,9 @@ func TestClockAdvanceThroughADeployment(t *testing.T) {
 	// the timeline says the same
 	timeline := h.Deployments()
 	found := false
-	for _, group := range timeline["results"].([]any) {
-		for _, raw := range group.(mockclient.Object)["requests"].([]any) {
-			request := raw.(mockclient.Object)
-			if request["target_id"] == webID && request["status"] == "SUCCESS" && request["outcome"] == "DEPLOYED" {
+	for _, group := range timeline.Results {
+		for _, request := range group.Requests {
+			if request.TargetID == webID && request.Status == "SUCCESS" && str(request.Outcome) == "DEPLOYED" {
 				found = true
 			}
 		}
@@ -290,7 +290,7 @@ rules:
 			break
 		}
 	}
-	if len(failed) != 1 || failed[0].Payload["state"] != "BUILD_ERROR" || failed[0].Attempts[0].StatusCode != 204 {
+	if len(failed) != 1 || failed[0].Payload["state"] != "BUILD_ERROR" || *failed[0].Attempts[0].StatusCode != 204 {
 		t.Fatalf("DEPLOYMENT_FAILED deliveries: %+v", failed)
 	}
 	if got := strings.Join(hooks.got(), ","); !strings.Contains(got, "DEPLOYMENT_FAILED") {
@@ -302,7 +302,7 @@ rules:
 		t.Errorf("the rule fired %d times", fired)
 	}
 	call := h.Calls(mockclient.Filter{Operation: "deployApplication"})
-	if len(call) != 1 || call[0].ScenarioRule != "build-fails/build-breaks" || len(call[0].WebhookDeliveries) == 0 {
+	if len(call) != 1 || str(call[0].ScenarioRule) != "build-fails/build-breaks" || len(call[0].WebhookDeliveries) == 0 {
 		t.Errorf("journal of the deploy: %+v", call)
 	}
 }
@@ -360,14 +360,14 @@ func TestSnapshotAndRestore(t *testing.T) {
 	_, kept := on(t, h, "admin", "POST", "/organization/"+orgID+"/project", map[string]any{"name": "kept"})
 	h.Advance(time.Minute)
 	saved := h.Snapshot("before", mockclient.SnapshotOptions{})
-	if !saved.Private || saved.Sandbox != h.SandboxName() || saved.Name != mockclient.PrivateSnapshotName(h.SandboxName(), "before") {
+	if !saved.Private || str(saved.Sandbox) != h.SandboxName() || saved.Name != mockclient.PrivateSnapshotName(h.SandboxName(), "before") {
 		t.Fatalf("snapshot: %+v", saved)
 	}
 	_, dropped := on(t, h, "admin", "POST", "/organization/"+orgID+"/project", map[string]any{"name": "dropped"})
 	h.Advance(time.Hour)
 	restored := h.Restore("before")
-	if restored["restored"] != saved.Name {
-		t.Fatalf("restore: %v", restored)
+	if restored.Restored != saved.Name || restored.Sandbox != h.SandboxName() || restored.Clock.OffsetSeconds != 60 {
+		t.Fatalf("restore: %+v", restored)
 	}
 	if code, _ := on(t, h, "reader", "GET", "/project/"+kept["id"].(string), nil); code != 200 {
 		t.Errorf("the project saved answered %d after the restore", code)
@@ -407,13 +407,15 @@ func TestPactExport(t *testing.T) {
 	h.Advance(10 * time.Minute)
 	status(t, h, webID)
 	document := h.ExportPact(mockclient.ExportOptions{Consumer: "go-console"})
-	if document["consumer"].(mockclient.Object)["name"] != "go-console" ||
-		document["provider"].(mockclient.Object)["name"] != "idp-platform" {
-		t.Fatalf("pact parties: %v %v", document["consumer"], document["provider"])
+	if document.Consumer.Name != "go-console" || document.Provider.Name != "idp-platform" {
+		t.Fatalf("pact parties: %v %v", document.Consumer, document.Provider)
+	}
+	if notes := document.Metadata.IDPMockserver; notes.Calls != 3 || notes.Source != "fixtures" || len(notes.Unverifiable) != 0 {
+		t.Errorf("the pact's notes: %+v", notes)
 	}
 	var descriptions []string
-	for _, raw := range document["interactions"].([]any) {
-		descriptions = append(descriptions, raw.(mockclient.Object)["description"].(string))
+	for _, interaction := range document.Interactions {
+		descriptions = append(descriptions, interaction["description"].(string))
 	}
 	want := []string{
 		"deployApplication POST /application/" + webID + "/deploy -> 202",
@@ -427,23 +429,23 @@ func TestPactExport(t *testing.T) {
 		t.Errorf("the pact holds a token")
 	}
 	v3 := h.ExportPact(mockclient.ExportOptions{Spec: 3, Filter: mockclient.Filter{Operation: "deployApplication"}})
-	if len(v3["interactions"].([]any)) != 1 {
-		t.Errorf("a filtered V3 pact has %d interactions", len(v3["interactions"].([]any)))
+	if len(v3.Interactions) != 1 || v3.Metadata.PactSpecification.Version != "3.0.0" {
+		t.Errorf("a filtered V3 pact has %d interactions (%+v)", len(v3.Interactions), v3.Metadata)
 	}
 
 	path := filepath.Join(t.TempDir(), "go-console.json")
 	h.WritePact(path, mockclient.PactOptions{ExportOptions: mockclient.ExportOptions{Consumer: "go-console"}})
 	on(t, h, "reader", "GET", "/organization", nil)
 	merged := h.WritePact(path, mockclient.PactOptions{ExportOptions: mockclient.ExportOptions{Consumer: "go-console"}})
-	if got := len(merged["interactions"].([]any)); got != 4 {
+	if got := len(merged.Interactions); got != 4 {
 		t.Errorf("merged pact: %d interactions, want 4 (3 + getOrganization)", got)
 	}
 	if _, err := os.Stat(path + ".lock"); !os.IsNotExist(err) {
 		t.Errorf("the lock file is left: %v", err)
 	}
 	har := h.ExportHAR(mockclient.Filter{})
-	entries := har["log"].(mockclient.Object)["entries"].([]any)
-	if len(entries) != 4 || !strings.HasPrefix(entries[0].(mockclient.Object)["request"].(mockclient.Object)["url"].(string), h.URL()) {
+	entries := har.Log.Entries
+	if len(entries) != 4 || !strings.HasPrefix(entries[0]["request"].(map[string]any)["url"].(string), h.URL()) {
 		t.Errorf("HAR: %d entries", len(entries))
 	}
 }
@@ -463,7 +465,9 @@ func TestTokensOfTheSandbox(t *testing.T) {
 	if h.Headers("deployer").Get("Authorization") != "Token mock-deploy-token" {
 		t.Fatalf("Headers(deployer): %v", h.Headers("deployer"))
 	}
-	if _, err := h.Client.Token("root"); err == nil || !strings.Contains(err.Error(), "admin") {
+	var unknown *mockclient.UnknownTokenError
+	if _, err := h.Client.Token("root"); !errors.As(err, &unknown) || unknown.Name != "root" ||
+		!strings.Contains(err.Error(), "admin") {
 		t.Fatalf("an unknown token name: %v", err)
 	}
 	minted := h.MintToken(mockclient.TokenOptions{Scopes: []string{"Read"}, TTL: time.Minute, Name: "short-lived"})
@@ -480,7 +484,7 @@ func TestTokensOfTheSandbox(t *testing.T) {
 	calls := h.Calls(mockclient.Filter{Operation: "getOrganization"})
 	tokens := []string{}
 	for _, call := range calls {
-		tokens = append(tokens, call.Token)
+		tokens = append(tokens, str(call.Token))
 	}
 	sort.Strings(tokens)
 	if len(calls) != 2 || tokens[1] != "short-lived" {

@@ -54,7 +54,7 @@ func (h *Handle) Headers(name string) http.Header {
 
 // Reset puts the sandbox back to the world it was made with (journal and deliveries cleared); with
 // scenarios, its active scenarios are removed too.
-func (h *Handle) Reset(scenarios bool) mockclient.Object {
+func (h *Handle) Reset(scenarios bool) *mockclient.ResetResult {
 	h.t.Helper()
 	ctx, cancel := h.context()
 	defer cancel()
@@ -64,7 +64,7 @@ func (h *Handle) Reset(scenarios bool) mockclient.Object {
 }
 
 // State is the sandbox's record counts, token names, active deployments and journal size.
-func (h *Handle) State() mockclient.Object {
+func (h *Handle) State() *mockclient.State {
 	h.t.Helper()
 	ctx, cancel := h.context()
 	defer cancel()
@@ -84,7 +84,7 @@ func (h *Handle) ExportState(includeSecrets bool) string {
 }
 
 // StateTree is the sandbox's resource tree with counts.
-func (h *Handle) StateTree() mockclient.Object {
+func (h *Handle) StateTree() *mockclient.StateTree {
 	h.t.Helper()
 	ctx, cancel := h.context()
 	defer cancel()
@@ -142,7 +142,7 @@ func (h *Handle) Verify(filter mockclient.Filter, counts ...mockclient.Count) *m
 }
 
 // Coverage is, per documented operation, the sandbox's calls by status and whether one answered 2xx.
-func (h *Handle) Coverage() mockclient.Object {
+func (h *Handle) Coverage() *mockclient.Coverage {
 	h.t.Helper()
 	ctx, cancel := h.context()
 	defer cancel()
@@ -167,7 +167,7 @@ func (h *Handle) Usage(opts ...mockclient.UsageOptions) *mockclient.UsageReport 
 }
 
 // Export is the sandbox's calls as a pact ("pact") or a HAR log ("har").
-func (h *Handle) Export(format string, opts mockclient.ExportOptions) mockclient.Object {
+func (h *Handle) Export(format string, opts mockclient.ExportOptions) *mockclient.ExportDocument {
 	h.t.Helper()
 	ctx, cancel := h.context()
 	defer cancel()
@@ -177,7 +177,7 @@ func (h *Handle) Export(format string, opts mockclient.ExportOptions) mockclient
 }
 
 // ExportPact is the sandbox's calls as a consumer contract.
-func (h *Handle) ExportPact(opts mockclient.ExportOptions) mockclient.Object {
+func (h *Handle) ExportPact(opts mockclient.ExportOptions) *mockclient.ExportDocument {
 	h.t.Helper()
 	ctx, cancel := h.context()
 	defer cancel()
@@ -187,7 +187,7 @@ func (h *Handle) ExportPact(opts mockclient.ExportOptions) mockclient.Object {
 }
 
 // ExportHAR is the sandbox's calls as a HAR 1.2 log.
-func (h *Handle) ExportHAR(filter mockclient.Filter) mockclient.Object {
+func (h *Handle) ExportHAR(filter mockclient.Filter) *mockclient.ExportDocument {
 	h.t.Helper()
 	ctx, cancel := h.context()
 	defer cancel()
@@ -198,7 +198,7 @@ func (h *Handle) ExportHAR(filter mockclient.Filter) mockclient.Object {
 
 // WritePact writes the sandbox's calls as a pact file, merged into the one at path (see
 // mockclient.Client.WritePact).
-func (h *Handle) WritePact(path string, opts mockclient.PactOptions) mockclient.Object {
+func (h *Handle) WritePact(path string, opts mockclient.PactOptions) *mockclient.ExportDocument {
 	h.t.Helper()
 	ctx, cancel := h.context()
 	defer cancel()
@@ -208,7 +208,7 @@ func (h *Handle) WritePact(path string, opts mockclient.PactOptions) mockclient.
 }
 
 // WriteHAR writes the sandbox's calls as a HAR 1.2 log at path.
-func (h *Handle) WriteHAR(path string, filter mockclient.Filter) mockclient.Object {
+func (h *Handle) WriteHAR(path string, filter mockclient.Filter) *mockclient.ExportDocument {
 	h.t.Helper()
 	ctx, cancel := h.context()
 	defer cancel()
@@ -218,7 +218,7 @@ func (h *Handle) WriteHAR(path string, filter mockclient.Filter) mockclient.Obje
 }
 
 // ProviderStates makes a Pact provider state true in the sandbox.
-func (h *Handle) ProviderStates(state mockclient.ProviderState) mockclient.Object {
+func (h *Handle) ProviderStates(state mockclient.ProviderState) *mockclient.ProviderStateResult {
 	h.t.Helper()
 	ctx, cancel := h.context()
 	defer cancel()
@@ -228,7 +228,7 @@ func (h *Handle) ProviderStates(state mockclient.ProviderState) mockclient.Objec
 }
 
 // CallRows is a page of the sandbox's journal rows, newest first.
-func (h *Handle) CallRows(filter mockclient.RowsFilter) mockclient.Object {
+func (h *Handle) CallRows(filter mockclient.RowsFilter) *mockclient.CallRowPage {
 	h.t.Helper()
 	ctx, cancel := h.context()
 	defer cancel()
@@ -248,7 +248,7 @@ func (h *Handle) Call(id int) *mockclient.Call {
 }
 
 // Deployments are the sandbox's deployment requests by environment on its clock.
-func (h *Handle) Deployments() mockclient.Object {
+func (h *Handle) Deployments() *mockclient.Deployments {
 	h.t.Helper()
 	ctx, cancel := h.context()
 	defer cancel()
@@ -317,7 +317,7 @@ func (h *Handle) Deliveries(filter mockclient.DeliveryFilter) []mockclient.Deliv
 }
 
 // MintToken mints a token in the sandbox (its value: .Token).
-func (h *Handle) MintToken(opts mockclient.TokenOptions) *mockclient.Token {
+func (h *Handle) MintToken(opts mockclient.TokenOptions) *mockclient.MintedToken {
 	h.t.Helper()
 	ctx, cancel := h.context()
 	defer cancel()
@@ -327,7 +327,7 @@ func (h *Handle) MintToken(opts mockclient.TokenOptions) *mockclient.Token {
 }
 
 // Snapshot saves the sandbox's world under name (private to the sandbox unless opts.Shared).
-func (h *Handle) Snapshot(name string, opts mockclient.SnapshotOptions) *mockclient.SnapshotInfo {
+func (h *Handle) Snapshot(name string, opts mockclient.SnapshotOptions) *mockclient.Snapshot {
 	h.t.Helper()
 	ctx, cancel := h.context()
 	defer cancel()
@@ -337,7 +337,7 @@ func (h *Handle) Snapshot(name string, opts mockclient.SnapshotOptions) *mockcli
 }
 
 // GetSnapshot describes a snapshot (a private one by the name it was given).
-func (h *Handle) GetSnapshot(name string) *mockclient.SnapshotInfo {
+func (h *Handle) GetSnapshot(name string) *mockclient.Snapshot {
 	h.t.Helper()
 	ctx, cancel := h.context()
 	defer cancel()
@@ -355,7 +355,7 @@ func (h *Handle) DeleteSnapshot(name string) {
 }
 
 // Restore replaces the sandbox's world with the snapshot.
-func (h *Handle) Restore(name string) mockclient.Object {
+func (h *Handle) Restore(name string) *mockclient.RestoreResult {
 	h.t.Helper()
 	ctx, cancel := h.context()
 	defer cancel()

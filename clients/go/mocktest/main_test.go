@@ -94,3 +94,11 @@ func (f *fakeT) Helper() {}
 func (f *fakeT) Fatalf(format string, args ...any) {
 	f.failures = append(f.failures, fmt.Sprintf(format, args...))
 }
+
+// str is the text of a nullable string of a reply ("" for null).
+func str(text *string) string {
+	if text == nil {
+		return ""
+	}
+	return *text
+}

@@ -14,7 +14,7 @@
 // Sandbox uses the package's shared mock, made on first use: the one at MOCKSERVER_URL when it is set,
 // else one started from MOCKSERVER_COMMAND (`mockserver serve --port 0 --clock manual`), stopped by Main
 // (and, on Linux, when the test binary exits anyway). SandboxOn gives sandboxes of any other mock
-// (StartProcess, StartContainer, Connect), so several mocks work side by side in one test binary.
+// (StartLocal, StartContainer, Connect), so several mocks work side by side in one test binary.
 package mocktest
 
 import (
@@ -33,8 +33,8 @@ import (
 )
 
 // JournalBodyLimit is the journal body limit of the sandboxes Sandbox makes, unless the options say
-// otherwise: bodies up to 1 MiB are kept whole, so that pacts hold them (as the Python plugin does).
-const JournalBodyLimit = 1 << 20
+// otherwise: bodies up to 1 MiB are kept whole, so that pacts hold them (the same in every client).
+const JournalBodyLimit = mockclient.JournalBodyLimit
 
 var shared struct { // the package's shared mock (Server), made once per test binary
 	once   sync.Once
@@ -58,7 +58,7 @@ func Server(t testing.TB) *mockclient.Client {
 			}
 			return
 		}
-		shared.server, shared.err = mockclient.StartProcess(ctx, mockclient.ProcessOptions{})
+		shared.server, shared.err = mockclient.StartLocal(ctx, mockclient.LocalOptions{})
 		if shared.err == nil {
 			shared.client = shared.server.Client
 		}
@@ -137,7 +137,7 @@ func SandboxOn(t testing.TB, mock *mockclient.Client, opts ...mockclient.Sandbox
 				t.Errorf("mocktest: writing the pact %s: %v", pact, err)
 			}
 		}
-		if err := client.Delete(ctx); err != nil {
+		if err := client.DeleteSandbox(ctx, "", false); err != nil && mockclient.StatusOf(err) != 404 {
 			t.Errorf("mocktest: deleting sandbox %s: %v", name, err)
 		}
 	})
@@ -184,11 +184,11 @@ func SandboxName(t testing.TB) string {
 	return readable + "-" + hex.EncodeToString(random)
 }
 
-// StartProcess starts a mock of its own for the test (mockclient.StartProcess) and stops it when the
-// test ends. A mock that cannot start fails the test.
-func StartProcess(t testing.TB, opts mockclient.ProcessOptions) *mockclient.Server {
+// StartLocal starts a mock of its own for the test (mockclient.StartLocal) and stops it when the test ends.
+// A mock that cannot start fails the test.
+func StartLocal(t testing.TB, opts mockclient.LocalOptions) *mockclient.Server {
 	t.Helper()
-	server, err := mockclient.StartProcess(context.Background(), opts)
+	server, err := mockclient.StartLocal(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
@@ -198,6 +198,14 @@ func StartProcess(t testing.TB, opts mockclient.ProcessOptions) *mockclient.Serv
 		}
 	})
 	return server
+}
+
+// StartProcess is StartLocal.
+//
+// Deprecated: use StartLocal, the name of the Python and Node clients' function too.
+func StartProcess(t testing.TB, opts mockclient.LocalOptions) *mockclient.Server {
+	t.Helper()
+	return StartLocal(t, opts)
 }
 
 // StartContainer runs the mock's image for the test (mockclient.StartContainer) and removes the

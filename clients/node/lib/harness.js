@@ -1,11 +1,10 @@
 // A fresh sandbox per test, deleted at the test's end: node:test (t.after), Vitest (onTestFinished), Jest/Vitest hooks.
 import { randomBytes } from 'node:crypto';
 
+import { JOURNAL_BODY_LIMIT } from './constants.js';
+
 /** Options of the harness itself; every other option goes to the server as the sandbox's options. */
 const HARNESS_OPTIONS = ['name', 'prefix', 'pact', 'consumer', 'provider', 'keep'];
-
-/** The plugin's default: each test's sandbox keeps request and reply bodies whole up to 1 MiB (pacts need them). */
-export const JOURNAL_BODY_LIMIT = 1024 * 1024;
 
 /**
  * A valid sandbox name (A-Z a-z 0-9 _ . -, at most 64) made of the prefix (env MOCKSERVER_SANDBOX_PREFIX, e.g.
@@ -23,11 +22,14 @@ export function sandboxName(testName = 'test', { prefix = process.env.MOCKSERVER
  * scenario rules that never fired in any sandbox of this prefix (env MOCKSERVER_SANDBOX_PREFIX; the sandboxes
  * useSandbox and sandboxFor made, deleted ones included); the usage report otherwise.
  */
-export async function assertRulesUsed(mock, { prefix = process.env.MOCKSERVER_SANDBOX_PREFIX ?? '' } = {}) {
+export async function assertRulesFired(mock, { prefix = process.env.MOCKSERVER_SANDBOX_PREFIX ?? '' } = {}) {
   const client = await resolveMock(mock);
   const clean = String(prefix).replace(/[^A-Za-z0-9_.-]+/g, '-').replace(/^[-.]+|[-.]+$/g, '');
   return client.assertRulesFired({ scope: 'mock', prefix: clean ? `${clean}-` : '' });
 }
+
+/** Deprecated: the name assertRulesFired had (kept for a release). */
+export const assertRulesUsed = assertRulesFired;
 
 function split(options) {
   const harness = {};
@@ -71,7 +73,9 @@ async function close({ handle, harness }) {
   try {
     if (harness.pact) await handle.writePact(harness.pact, { consumer: harness.consumer, provider: harness.provider });
   } finally {
-    if (!harness.keep) await handle.dispose();
+    if (!harness.keep) {
+      await handle.deleteSandbox().catch((error) => { if (error.status !== 404) throw error; });   // gone: fine
+    }
   }
 }
 

@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-import { MockServerClient } from './client.js';
+import { Client } from './client.js';
 import { versionMismatch } from './version.js';
 
 const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
@@ -17,7 +17,7 @@ const START_LINE = /^mockserver \S+ on (https?:\/\/[^\s]+?):?(?:\s|$)/;
  * Poll GET {url}/_mock/health until it answers 200 (or the deadline): the reply's JSON. Readiness is only ever
  * this HTTP answer, never a log line.
  */
-export async function waitForHealth(url, { timeoutMs = 30_000, intervalMs = 50, fetch: fetcher = globalThis.fetch,
+export async function waitReady(url, { timeoutMs = 30_000, intervalMs = 50, fetch: fetcher = globalThis.fetch,
   controlToken, isAlive } = {}) {
   const root = String(url).replace(/\/+$/, '');
   const deadline = Date.now() + timeoutMs;
@@ -44,10 +44,13 @@ export async function waitForHealth(url, { timeoutMs = 30_000, intervalMs = 50, 
   }
 }
 
+/** Deprecated: the name waitReady had (kept for a release). */
+export const waitForHealth = waitReady;
+
 /** A root client for a mock that answers: health waited for, the version compared (one line), tokens read. */
 async function ready(url, options, stop) {
-  const client = new MockServerClient({ ...options, url });
-  const health = await waitForHealth(client.root, { timeoutMs: options.startTimeoutMs ?? 30_000, fetch: client.fetch,
+  const client = new Client({ ...options, url });
+  const health = await waitReady(client.root, { timeoutMs: options.startTimeoutMs ?? 30_000, fetch: client.fetch,
     controlToken: client.controlToken, isAlive: options.isAlive });
   client.serverVersion = health?.version ?? null;
   const line = versionMismatch(client.serverVersion, client.root);
@@ -205,7 +208,7 @@ function healthWaitStrategy(url) {
   let timeout = 120_000;
   let set = false;
   return {
-    async waitUntilReady() { await waitForHealth(url(), { timeoutMs: timeout }); },
+    async waitUntilReady() { await waitReady(url(), { timeoutMs: timeout }); },
     withStartupTimeout(ms) { timeout = ms; set = true; return this; },
     isStartupTimeoutSet() { return set; },
     getStartupTimeout() { return timeout; },

@@ -1,17 +1,8 @@
-// The API tokens of the mock's fixtures, found by every name a test may know them by.
+// The API tokens of the mock's fixtures, found by every name a test may know them by. The default fixtures' tokens
+// and their names are the control document's x-constants (lib/constants.js, generated).
+import { DEFAULT_TOKENS, DEFAULT_TOKEN_NAMES as NAMES } from './constants.js';
 
-/** The default fixtures' tokens by short key (what the mock's start page lists, when it lists them). */
-export const DEFAULT_TOKENS = Object.freeze({
-  admin: 'mock-admin-token',
-  read: 'mock-read-token',
-  write: 'mock-write-token',
-  deploy: 'mock-deploy-token',
-});
-
-/** Every name of a default token: the short key, the fixtures' token name and the scope (any case). */
-const NAMES = Object.freeze({
-  admin: 'admin', read: 'read', reader: 'read', write: 'write', writer: 'write', deploy: 'deploy', deployer: 'deploy',
-});
+export { DEFAULT_TOKENS };
 
 export class UnknownTokenError extends Error {
   constructor(name, known) {

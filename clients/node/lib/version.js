@@ -1,7 +1,8 @@
-// The client's version is the server's it was written against (package.json holds it, once).
-import { readFileSync } from 'node:fs';
+// The client's version is the server's it was written against: the control document's x-constants.version
+// (lib/constants.js, generated with package.json's version from mockserver/core/version.py).
+import { VERSION } from './constants.js';
 
-export const VERSION = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
+export { VERSION };
 
 /** "0.1.0" -> "0.1"; anything unreadable -> the text itself. */
 export function majorMinor(version) {

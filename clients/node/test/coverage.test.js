@@ -2,7 +2,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { MockServerClient } from '../index.js';
+import {
+  Client, MockServerClient, assertRulesFired, assertRulesUsed, waitForHealth, waitReady,
+} from '../index.js';
 import { camel, controlOperations, localMockForFile } from './support.js';
 
 const server = localMockForFile();
@@ -12,7 +14,7 @@ test('every x-client name of the running mock\'s control document is a method of
   const operations = controlOperations(document);
   assert.ok(operations.length >= 30, `the document lists ${operations.length} operations`);
   const handle = await server.mock.inSandbox(`coverage-${process.pid}`);
-  t.after(() => handle.dispose());
+  t.after(() => handle.deleteSandbox());
   const missing = [];
   for (const { method, path, client } of operations) {
     assert.ok(client === false || (typeof client === 'string' && /^[a-z][a-z0-9_]*$/.test(client)),
@@ -32,13 +34,20 @@ test('the routes no client needs are marked false, and `export` stays reachable 
   assert.deepEqual(unmarked, [], 'every operation carries x-client');
   const falses = operations.filter((op) => op.client === false).map((op) => op.operationId);
   assert.deepEqual(falses, ['inspectorAsset']);
-  assert.equal(typeof MockServerClient.prototype.export, 'function');
-  assert.equal(typeof MockServerClient.prototype.exportCalls, 'function');
+  assert.equal(typeof Client.prototype.export, 'function');
 });
 
 test('the helpers built on the table exist', () => {
-  for (const name of ['assertCalled', 'assertNotCalled', 'exportPact', 'exportHar', 'writePact', 'writeHar', 'headers',
-    'inSandbox', 'dispose', 'token']) {
-    assert.equal(typeof MockServerClient.prototype[name], 'function', name);
+  for (const name of ['assertCalled', 'assertNotCalled', 'assertRulesFired', 'exportPact', 'exportHar', 'writePact',
+    'writeHar', 'headers', 'inSandbox', 'token']) {
+    assert.equal(typeof Client.prototype[name], 'function', name);
   }
+});
+
+test('the names the client had are still there for a release, as the same things', () => {
+  assert.equal(MockServerClient, Client);
+  assert.equal(assertRulesUsed, assertRulesFired);
+  assert.equal(waitForHealth, waitReady);
+  assert.equal(typeof Client.prototype.exportCalls, 'function');
+  assert.equal(typeof Client.prototype.dispose, 'function');
 });

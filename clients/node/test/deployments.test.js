@@ -31,7 +31,7 @@ test('a clock advance moves a deploy through its states to DEPLOYED', async (t) 
     .find((request) => request.id === deploy.body.deployment_request_id);
   assert.equal(timeline.status, 'SUCCESS');
   assert.equal(timeline.outcome, 'DEPLOYED');
-  await sb.assertCalled({ operation: 'getApplicationStatus', status: '200', count: 5 });
+  await sb.assertCalled({ operation: 'getApplicationStatus', status: '200', times: 5 });
 });
 
 test('a scenario fails the deploy: BUILD_ERROR, a DEPLOYMENT_FAILED webhook, the rule in the journal', async (t) => {
@@ -64,7 +64,7 @@ test('a scenario fails the deploy: BUILD_ERROR, a DEPLOYMENT_FAILED webhook, the
   const [call] = await sb.calls({ operation: 'deployApplication' });
   assert.equal(call.scenario_rule, 'build-fails/build-breaks');
   assert.equal(call.status, 202);
-  await sb.assertCalled({ scenario: 'build-fails', count: 1 });
+  await sb.assertCalled({ scenario: 'build-fails', times: 1 });
   const described = await sb.getScenario('build-fails');
   assert.equal(described.rules[0].fired, 1);
   const timeline = (await sb.deployments()).results.flatMap((group) => group.requests)

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it, test } from 'node:test';
 
-import { MockServerError, SANDBOX_NAME, assertRulesUsed, majorMinor, VERSION, sandboxFor, sandboxName, startLocal, useSandbox } from '../index.js';
+import { MockServerError, SANDBOX_NAME, assertRulesFired, majorMinor, VERSION, sandboxFor, sandboxName, startLocal, useSandbox } from '../index.js';
 import { APP, ORG, api, localMockForFile } from './support.js';
 
 const server = localMockForFile();
@@ -65,7 +65,7 @@ describe('sandboxFor with node:test\'s beforeEach/afterEach', () => {
     assert.equal(sandbox.current.sandbox, sandbox.sandbox);
     assert.match(sandbox.sandbox, /gives-each-test-a-handle-[0-9a-f]{10}$/, 'named after the test');
     await api(sandbox.url, 'POST', `/application/${APP}/deploy`, { token: sandbox.token('deploy') });
-    await sandbox.assertCalled({ operation: 'deployApplication', count: 1 });
+    await sandbox.assertCalled({ operation: 'deployApplication', times: 1 });
   });
 
   it('and a fresh one to the next test', async () => {
@@ -106,7 +106,7 @@ test('a mock with a control token: every control call carries it; the tokens fal
       const sb = await useSandbox(inner, mock);
       assert.equal((await api(sb.url, 'POST', `/application/${APP}/deploy`, { token: sb.token('deployer') })).status, 202);
       await sb.advance(600);
-      await sb.assertCalled({ operation: 'deployApplication', count: 1 });
+      await sb.assertCalled({ operation: 'deployApplication', times: 1 });
       const without = new (sb.constructor)({ url: mock.root, sandbox: sb.sandbox, controlToken: null });
       const error = await without.clock().catch((caught) => caught);
       assert.equal(error.status, 401);
@@ -116,7 +116,7 @@ test('a mock with a control token: every control call carries it; the tokens fal
   }
 });
 
-test('assertRulesUsed at the end of a suite names the rules no test\'s sandbox made fire, deleted sandboxes included', async (t) => {
+test('assertRulesFired at the end of a suite names the rules no test\'s sandbox made fire, deleted sandboxes included', async (t) => {
   const prefix = `rules-${process.pid}`;
   const flaky = { rules: [
     { name: 'orgs-fail', match: { operation: 'getOrganization' }, effect: { status: 503 } },
@@ -134,9 +134,9 @@ test('assertRulesUsed at the end of a suite names the rules no test\'s sandbox m
     assert.deepEqual((await sb.scenarios()).map((s) => s.name), ['flaky']);
     await assert.rejects(sb.scenario('other', { ...flaky, name: 'flaky' }), /scenario "other": the document names itself "flaky"/);
   });
-  const error = await assertRulesUsed(server.ready, { prefix }).catch((caught) => caught);
+  const error = await assertRulesFired(server.ready, { prefix }).catch((caught) => caught);
   assert.ok(error instanceof assert.AssertionError, String(error));
   assert.equal(error.message, 'mockserver: 1 scenario rule(s) never fired: flaky/never-used');
   assert.equal(error.report.sandboxes, 2, 'both test sandboxes, deleted at their end, are counted');
-  assert.equal((await assertRulesUsed(server.ready, { prefix: `none-${process.pid}` })).rules.total, 0);
+  assert.equal((await assertRulesFired(server.ready, { prefix: `none-${process.pid}` })).rules.total, 0);
 });

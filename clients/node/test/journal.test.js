@@ -8,24 +8,24 @@ import { APP, ORG, api, localMockForFile } from './support.js';
 
 const server = localMockForFile();
 
-test('verify counts calls: count, atLeast, atMost, and the filters', async (t) => {
+test('verify counts calls: times, atLeast, atMost, and the filters', async (t) => {
   const sb = await useSandbox(t, server.ready);
   for (let i = 0; i < 3; i += 1) await api(sb.url, 'GET', `/application/${APP}/status`);
   await api(sb.url, 'POST', `/application/${APP}/deploy`, { token: sb.token('reader') });       // 403: a Read token
-  const exact = await sb.verify({ operation: 'getApplicationStatus', count: 3 });
+  const exact = await sb.verify({ operation: 'getApplicationStatus', times: 3 });
   assert.equal(exact.ok, true);
   assert.equal(exact.actual, 3);
-  assert.equal((await sb.verify({ operation: 'getApplicationStatus', times: 3 })).ok, true, 'times is count');
+  assert.equal((await sb.verify({ operation: 'getApplicationStatus', count: 3 })).ok, true, 'count: the deprecated name of times');
   await assert.rejects(sb.verify({ operation: 'getApplicationStatus', times: 3, count: 3 }), TypeError);
   assert.equal((await sb.verify({ operation: 'getApplicationStatus', atLeast: 2 })).ok, true);
   assert.equal((await sb.verify({ operation: 'getApplicationStatus', at_least: 4 })).ok, false);
   assert.equal((await sb.verify({ operation: 'getApplicationStatus', atMost: 3 })).ok, true);
   assert.equal((await sb.verify({ operation: 'getApplicationStatus', atMost: 2 })).ok, false);
-  assert.equal((await sb.verify({ method: 'POST', status: '4xx', count: 1 })).ok, true);
-  assert.equal((await sb.verify({ path: '/application/*/deploy', status: 403, count: 1 })).ok, true);
+  assert.equal((await sb.verify({ method: 'POST', status: '4xx', times: 1 })).ok, true);
+  assert.equal((await sb.verify({ path: '/application/*/deploy', status: 403, times: 1 })).ok, true);
   assert.equal((await sb.verify({ path: '/application/{app_id}/status', count: 3 })).ok, true);
   const [first] = await sb.calls({ limit: 1 });
-  assert.equal((await sb.verify({ requestId: first.request_id, count: 1 })).ok, true, 'requestId is request_id');
+  assert.equal((await sb.verify({ requestId: first.request_id, times: 1 })).ok, true, 'requestId is request_id');
   await sb.assertCalled({ operation: 'getApplicationStatus', atLeast: 1, atMost: 5 });
   await sb.assertNotCalled({ method: 'DELETE' });
 });
@@ -33,9 +33,9 @@ test('verify counts calls: count, atLeast, atMost, and the filters', async (t) =
 test('a failing assertCalled is an AssertionError with the server\'s message', async (t) => {
   const sb = await useSandbox(t, server.ready);
   await api(sb.url, 'POST', `/application/${APP}/deploy`, { token: sb.token('deployer') });
-  const expected = (await sb.verify({ operation: 'deployApplication', count: 2 })).message;
+  const expected = (await sb.verify({ operation: 'deployApplication', times: 2 })).message;
   assert.match(expected, /expected count 2 call\(s\) matching operation=deployApplication; found 1/);
-  await assert.rejects(sb.assertCalled({ operation: 'deployApplication', count: 2 }), (error) => {
+  await assert.rejects(sb.assertCalled({ operation: 'deployApplication', times: 2 }), (error) => {
     assert.ok(error instanceof AssertionError);
     assert.equal(error.message, expected);
     assert.equal(error.result.actual, 1);
@@ -47,7 +47,7 @@ test('a failing assertCalled is an AssertionError with the server\'s message', a
 
 test('a control call answering >= 400 throws a MockServerError with the status and the server\'s message', async (t) => {
   const sb = await useSandbox(t, server.ready);
-  const error = await sb.verify({ operation: 'deployApplicaton', count: 1 }).catch((caught) => caught);
+  const error = await sb.verify({ operation: 'deployApplicaton', times: 1 }).catch((caught) => caught);
   assert.ok(error instanceof MockServerError);
   assert.equal(error.status, 400);
   assert.equal(error.error, 'Bad Request');

@@ -53,8 +53,8 @@ describe('tests in parallel, a sandbox each', { concurrency: N }, () => {
       const status = await api(sb.url, 'GET', `/application/${APP}/status`);
       assert.equal(status.status, 503);
       assert.match(JSON.stringify(status.body), new RegExp(`worker ${i} scripted this`));
-      await sb.assertCalled({ operation: 'createProject', count: 1 });
-      await sb.assertCalled({ operation: 'deployApplication', count: i % 2 === 0 ? 1 : 0 });
+      await sb.assertCalled({ operation: 'createProject', times: 1 });
+      await sb.assertCalled({ operation: 'deployApplication', times: i % 2 === 0 ? 1 : 0 });
       const calls = await sb.calls();
       assert.deepEqual(calls.map((c) => c.operation),
         ['createProject', ...(i % 2 === 0 ? ['deployApplication'] : []), 'listProjects', 'getApplicationStatus']);

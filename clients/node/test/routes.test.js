@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { MockServerClient, MockServerError } from '../index.js';
+import { Client, MockServerError } from '../index.js';
 import { APP, ORG, api, controlOperations, GLOBAL_ONLY, localMockForFile } from './support.js';
 
 const server = localMockForFile();
@@ -33,7 +33,7 @@ test('each control method reaches its route once, per-sandbox routes through /sa
   };
   const name = `routes-${process.pid}`;
   await mock.createSandbox(name, { clock: 'manual' });
-  const sb = new MockServerClient({ url: mock.root, sandbox: name, fetch: recorder, tokens: mock.tokens });
+  const sb = new Client({ url: mock.root, sandbox: name, fetch: recorder, tokens: mock.tokens });
   const other = `routes-other-${process.pid}`;
 
   // health and documents
@@ -59,7 +59,7 @@ test('each control method reaches its route once, per-sandbox routes through /sa
   assert.equal((await sb.callRows({ limit: 5 })).total, 2);
   assert.ok((await sb.coverage()).reached >= 2);
   assert.equal((await sb.usage()).operations.calls.deployApplication, 1);
-  assert.equal((await sb.verify({ operation: 'deployApplication', count: 1 })).ok, true);
+  assert.equal((await sb.verify({ operation: 'deployApplication', times: 1 })).ok, true);
   assert.equal((await sb.exportPact()).interactions.length >= 1, true);
   assert.ok((await sb.export('har')).log);
   assert.equal((await sb.deployments()).results.length >= 1, true);

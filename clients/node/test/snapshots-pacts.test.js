@@ -37,7 +37,7 @@ test('snapshot and restore: the world and its clock come back; the name is priva
   assert.ok(!(await projectNames(twin)).includes('kept'), 'the twin restored nothing of it');
 
   const stored = saved.name;
-  await sb.dispose();
+  await sb.deleteSandbox();
   const gone = await server.mock.getSnapshot(stored).catch((error) => error);
   assert.ok(gone instanceof MockServerError && gone.status === 404, 'a private snapshot goes with its sandbox');
 });

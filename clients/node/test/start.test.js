@@ -14,9 +14,9 @@ async function tour(mock) {
     assert.equal((await api(sb.url, 'POST', `/application/${APP}/deploy`, { token: sb.token('deployer') })).status, 202);
     await sb.advance(600);
     assert.equal((await api(sb.url, 'GET', `/application/${APP}/status`)).body.state, 'DEPLOYED');
-    await sb.assertCalled({ operation: 'deployApplication', count: 1 });
+    await sb.assertCalled({ operation: 'deployApplication', times: 1 });
   } finally {
-    await sb.dispose();
+    await sb.deleteSandbox();
   }
 }
 

@@ -27,7 +27,7 @@ describe('PlatformClient against the mock', { concurrency: 4 }, () => {
     const sandbox = await useSandbox(t, mock);
     const client = clientFor(sandbox);
     assert.equal(await client.deployAndWait(APP), 'DEPLOYED');
-    await sandbox.assertCalled({ operation: 'deployApplication', count: 1 });
+    await sandbox.assertCalled({ operation: 'deployApplication', times: 1 });
     await sandbox.assertCalled({ operation: 'getApplicationStatus', atLeast: 2, atMost: 10 });
     await sandbox.assertNotCalled({ status: '4xx' });
   });
@@ -43,7 +43,7 @@ rules:
 `);
     const client = clientFor(sandbox);
     await assert.rejects(client.deployAndWait(APP), /deployment of .* failed: BUILD_ERROR/);
-    await sandbox.assertCalled({ scenario: 'build-fails/build-breaks', count: 1 });
+    await sandbox.assertCalled({ scenario: 'build-fails/build-breaks', times: 1 });
     const [deploy] = await sandbox.calls({ operation: 'deployApplication' });
     assert.equal(deploy.status, 202);
   });
@@ -55,7 +55,7 @@ rules:
     });
     const client = clientFor(sandbox);
     assert.equal(await client.deployAndWait(APP), 'DEPLOYED');
-    await sandbox.assertCalled({ operation: 'getApplicationStatus', status: '503', count: 1 });
+    await sandbox.assertCalled({ operation: 'getApplicationStatus', status: '503', times: 1 });
     await sandbox.assertCalled({ operation: 'getApplicationStatus', status: '200', atLeast: 1 });
   });
 
@@ -74,7 +74,7 @@ rules:
     const sandbox = await useSandbox(t, mock);
     const client = clientFor(sandbox, 'reader');
     await assert.rejects(client.deploy(APP), (error) => error.status === 403);
-    await sandbox.assertCalled({ operation: 'deployApplication', status: '403', count: 1 });
+    await sandbox.assertCalled({ operation: 'deployApplication', status: '403', times: 1 });
   });
 });
 

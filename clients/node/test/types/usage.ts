@@ -1,37 +1,64 @@
-// Compiled (not run) by `npm run typecheck`: the declarations describe what a TypeScript test would write.
+// Compiled (not run) by `npm run typecheck` under strict: the declarations describe what a TypeScript test would
+// write, and a field the server sends is typed (the replies are the control document's schemas, lib/control.d.ts):
+// each line marked @ts-expect-error must be an error, or the compile fails.
 import { test, beforeEach, afterEach } from 'node:test';
 import {
-  DEFAULT_APPLICATION, MockServerClient, MockServerError, connect, sandboxFor, startContainer, startLocal, startMock,
-  useSandbox, type VerifyResult,
+  Client, DEFAULT_APPLICATION, DEFAULT_TOKENS, JOURNAL_BODY_LIMIT, MockServerClient, MockServerError, VERSION,
+  assertRulesFired, connect, sandboxFor, startContainer, startLocal, startMock, useSandbox, waitReady,
+  type Call, type Health, type Sandbox, type UsageReport, type VerifyResult,
 } from '../../index.js';
 
 async function usage(): Promise<void> {
-  const mock: MockServerClient = await startLocal({ clock: 'manual', args: ['--seed', '7'] });
+  const mock: Client = await startLocal({ clock: 'manual', args: ['--seed', '7'] });
   const other = await connect('http://127.0.0.1:8080', { startTimeoutMs: 1000 });
   const viaEnv = await connect();
   const container = await startContainer({ network: 'host', image: 'idp-mockserver:local' });
   const any = await startMock({ way: 'local' });
+  const health: Health = await waitReady(mock.root);
+  const old: MockServerClient = mock;                        // the deprecated name is the same type
   test('typed', async (t) => {
     const sb = await useSandbox(t, mock, { scenarios: ['build-fails'], pact: 'pacts/x.json', clock: 'manual',
-      expires: { seconds: 3600 } });
+      expires: { seconds: 3600 }, journalBodyLimit: JOURNAL_BODY_LIMIT });
     const headers: { Authorization: string } = sb.headers('deployer');
     await fetch(`${sb.url}/application/${DEFAULT_APPLICATION}/deploy`, { method: 'POST', headers });
     const clock = await sb.advance(30);
     const offset: number = clock.offset_seconds;
-    const result: VerifyResult = await sb.assertCalled({ operation: 'deployApplication', atLeast: 1 });
+    const result: VerifyResult = await sb.assertCalled({ operation: 'deployApplication', atLeast: 1, times: 1 });
     await sb.assertNotCalled({ method: 'DELETE' });
     const pact = await sb.exportPact({ consumer: 'me' });
+    const interactions: number = pact.metadata?.['idp-mockserver'].interactions ?? 0;
     await sb.writePact('pacts/me.json', { consumer: 'me', spec: 3 });
     const token: string = await sb.mintToken({ scopes: ['Read'], ttlSeconds: 60 });
     await sb.scenario('s', { rules: [] });
     await sb.snapshot('a', { journal: true });
-    await sb.restore('a');
-    const calls = await sb.calls({ operation: 'deployApplication', requestId: 'x' });
-    const id: number = calls[0].id;
+    const restored: number = (await sb.restore('a')).clock.offset_seconds;
+    const calls: Call[] = await sb.calls({ operation: 'deployApplication', requestId: 'x' });
+    const call = calls[0];
+    const id: number = call.id;
+    const rule: string | null = call.scenario_rule;           // the fields the hand-written Call lacked
+    const body: unknown = call.body;
+    const response: unknown = call.response;
+    const caller: string | null = call.token;
+    // @ts-expect-error a misspelled field is an error, not a silent undefined
+    console.log(call.scenario_rulee);
+    // @ts-expect-error nullable: a rule may be null
+    const sure: string = call.scenario_rule;
+    const state = await sb.state();
+    const records: number = state.counts.projects ?? 0;
+    const box: Sandbox = await sb.getSandbox();
+    const ends: number | undefined = box.expires?.seconds;
+    // @ts-expect-error the sandbox has no such field
+    console.log(box.expired);
+    const report: UsageReport = await assertRulesFired(mock, { prefix: 'ci-42' });
+    const never: string[] = report.rules.never_fired;
+    const rows = await sb.callRows({ drift: 'true' });
+    const drift: number | null = rows.results[0].drift;
     try { await sb.verify({ operation: 'nope' }); } catch (error) {
-      if (error instanceof MockServerError) console.log(error.status, error.serverMessage);
+      if (error instanceof MockServerError) console.log(error.status, error.serverMessage, error.details?.[0].location);
     }
-    console.log(offset, result.ok, pact, token, id, sb.inspectorUrl(), (await sb.health()).version);
+    console.log(offset, result.ok, interactions, token, restored, id, rule, body, response, caller, sure, records,
+      ends, never, drift, sb.inspectorUrl(), (await sb.health()).version, health.memory.rss_bytes, old.root,
+      DEFAULT_TOKENS.admin, VERSION);
   });
   const hooked = sandboxFor(mock, { beforeEach, afterEach });
   test('hooked', async () => {

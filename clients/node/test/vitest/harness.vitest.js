@@ -29,7 +29,7 @@ describe.concurrent('useSandbox(context) in concurrent tests', () => {
       const projects = (await call(sb.url, 'GET', `/organization/${ORG}/project`)).body.results.map((p) => p.name);
       expect(projects.filter((name) => name.startsWith('v-'))).toEqual([`v-${i}`]);
       expect((await sb.clock()).offset_seconds).toBe(10 * (i + 1));
-      await sb.assertCalled({ operation: 'createProject', count: 1 });
+      await sb.assertCalled({ operation: 'createProject', times: 1 });
     });
   }
 });
@@ -52,14 +52,14 @@ describe('sandboxFor({ beforeEach, afterEach })', () => {
     expect((await call(sandbox.url, 'POST', `/application/${APP}/deploy`, sandbox.token('deployer'))).status).toBe(202);
     await sandbox.advance(600);
     expect((await call(sandbox.url, 'GET', `/application/${APP}/status`)).body.state).toBe('DEPLOYED');
-    await sandbox.assertCalled({ operation: 'deployApplication', count: 1 });
+    await sandbox.assertCalled({ operation: 'deployApplication', times: 1 });
   });
 
   test('none in the next one, whose sandbox is fresh', async () => {
     expect(sandbox.sandbox).not.toBe(first);
     await sandbox.assertNotCalled({ operation: 'deployApplication' });
     await expect(mock.getSandbox(first)).rejects.toMatchObject({ status: 404 });
-    await expect(sandbox.assertCalled({ operation: 'deployApplication', count: 1 }))
+    await expect(sandbox.assertCalled({ operation: 'deployApplication', times: 1 }))
       .rejects.toThrow(/expected count 1 call\(s\) matching operation=deployApplication; found 0/);
   });
 });
