@@ -34,9 +34,9 @@ from mockserver.edge import cors, requestid, tracing
 from mockserver.edge.accesslog import access_logger
 from mockserver.edge.bodies import read_asgi
 from mockserver.edge.hosts import HostGuard, host_of
-from mockserver.process.direct import Reply, Whole
+from mockserver.process.direct import Reply
 from mockserver.sandboxes.changelog import LogUnwritable, key_of
-from mockserver.sandboxes.sandbox import DEFAULT, choose
+from mockserver.sandboxes.sandbox import DEFAULT, HEADER, choose_from
 from mockserver.sandboxes.worlds import Worlds
 from mockserver.world.auth import authenticate
 
@@ -76,35 +76,36 @@ class MockServer(Worlds):
             return
         await self.entry(scope, receive, send)    # CORS and the control API's guard around everything (edge/cors.py)
 
-    def admit(self, scope):
+    def admit(self, scope, read=None):
         """The prologue of every request, whichever door it came by: its `Host` checked (400 without one on
         HTTP/1.1 or with two, 403 for a name the mock does not serve: edge/hosts.py) and its world chosen (400 for
-        a sandbox name that cannot be one): (sandbox name, path without the sandbox prefix), or ApiError."""
-        host = host_of(scope)
+        a sandbox name that cannot be one): (sandbox name, path without the sandbox prefix), or ApiError. `read`:
+        what `read_heads` read of its headers, when the caller has it already."""
+        hosts, host, sandbox, _ = read or read_heads(scope["headers"])
+        host = host_of(hosts, host, scope.get("http_version", "1.1"))
         if host is not None and not self.hosts.allows(host):
             raise self.hosts.refusal(host)
-        return choose(scope)
+        return choose_from(scope["path"], sandbox)
 
-    def answer_whole(self, request: Whole) -> Reply | None:
+    def answer_whole(self, method, target, headers, body) -> Reply | None:
         """The direct path (process/direct.py): an API call that came whole, answered at once by the pipeline's
         `direct`, or None when it must go through `__call__`. Taken only where both ways answer alike: here it must
         have no Origin (CORS makes no headers for it), pass the prologue, and go to an API path of a sandbox that
         exists and is awake, whose world has no active scenario (no rule's latency or network fault to await); not
         with tracing, a recording upstream or a replica name, nor, for a change, a change log to make it durable in
         first. A refusal of the prologue is declined too: `__call__` renders it."""
-        target = request.target
         if (self.tracer is not None or self.recorder is not None or self.settings.replica_name
                 or target[:1] != b"/" or b"%" in target or b"#" in target or not target.isascii()
-                or request.method != "GET" and self.changelog is not None):
+                or method != "GET" and self.changelog is not None):
             return None
-        for name, _ in request.headers:
-            if name == b"origin":
-                return None
+        read = read_heads(headers)
+        if read[3]:                            # an Origin: CORS makes its headers, through `__call__`
+            return None
         raw_path, _, query = target.partition(b"?")
-        scope = {"type": "http", "http_version": "1.1", "method": request.method, "path": raw_path.decode("ascii"),
-                 "raw_path": raw_path, "query_string": query, "headers": request.headers}
+        scope = {"type": "http", "http_version": "1.1", "method": method, "path": raw_path.decode("ascii"),
+                 "raw_path": raw_path, "query_string": query, "headers": headers}
         try:
-            name, path = self.admit(scope)
+            name, path = self.admit(scope, read)
         except ApiError:
             return None
         if path.startswith("/_mock") or path in DOCUMENT_PATHS or path == "/":
@@ -116,7 +117,7 @@ class MockServer(Worlds):
             scope[cors.SCOPE_KEY] = self.entry.no_origin
         box.last_used = self.sandboxes.wall()   # as `sandboxes.get` notes the use of a live sandbox
         box.calls += 1
-        return self.pipeline.direct(box.rt, scope, path, None if name == DEFAULT else name, request.body)
+        return self.pipeline.direct(box.rt, scope, path, None if name == DEFAULT else name, body)
 
     async def route(self, scope, receive, send):
         if scope["type"] == "lifespan":
@@ -206,11 +207,16 @@ class MockServer(Worlds):
         rt = box and box.rt
         if key is not None and rt is not None:     # a change the log keeps draws its new values from its key
             rt.fake.keyed(key)
+        changes = scope["method"] not in READS     # a world's cached replies no longer hold (world/replies.py):
+        if changes:                                # counted before and after, as the call may await in between
+            self.pipeline.epoch += 1
         try:
             await _in(box, self.control(scope, receive, requestid.tagged(scope, send)))
         except Exception:                          # answered already (500 with the error body): only logged
             log.exception("unhandled error in %s %s", scope["method"], path)
         finally:
+            if changes:
+                self.pipeline.epoch += 1
             if key is not None and rt is not None:
                 rt.fake.unkeyed()
 
@@ -376,6 +382,21 @@ class MockServer(Worlds):
                 await self.stop()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+def read_heads(headers):
+    """(how many Host, the Host, X-Mock-Sandbox, whether an Origin came) of a request's headers, in one pass."""
+    hosts, host, sandbox, origin = 0, None, None, False
+    for name, value in headers:
+        if name == b"host":
+            hosts += 1
+            host = value
+        elif name == HEADER:
+            if sandbox is None:
+                sandbox = value
+        elif name == b"origin":
+            origin = True
+    return hosts, host, sandbox, origin
 
 
 def unwritable(error):

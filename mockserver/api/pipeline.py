@@ -24,6 +24,7 @@ from mockserver.edge import bodies, faults, jsonbody, requestid
 from mockserver.edge.cors import SCOPE_KEY
 from mockserver.process.direct import Reply
 from mockserver.world.auth import Token, authenticate, authorize
+from mockserver.world.replies import CACHED
 from mockserver.world.rules import AFTER_HANDLER, AFTER_VALIDATION, BEFORE_AUTH
 from mockserver.world.runtime import Context
 
@@ -44,7 +45,7 @@ class ApiCall(Exchange):
     needs it. `spent` holds the headers the rate limit adds to the reply."""
 
     __slots__ = ("raw_headers", "authorization", "content_type", "content_length", "content_encoding", "token",
-                 "faults", "spent", "started", "_headers", "sandbox", "ignored")
+                 "faults", "spent", "started", "_headers", "sandbox", "ignored", "cache_key")
 
     def __init__(self, rt, scope, path, received):
         self.started = time.perf_counter()
@@ -56,7 +57,7 @@ class ApiCall(Exchange):
         authorization, content_type, sent_id, length, encoding = read_headers(self.raw_headers)
         self.authorization, self.content_type, self._headers = authorization, content_type, None
         self.content_length, self.content_encoding = length, encoding
-        self.operation = self.body = self.rule = self.token = self.faults = self.ignored = None
+        self.operation = self.body = self.rule = self.token = self.faults = self.ignored = self.cache_key = None
         self.query, self.spent = {}, []
         self.call_id = rt.journal.reserve()
         self.request_id = requestid.request_id(sent_id)
@@ -120,6 +121,8 @@ class Pipeline:
 
     def __init__(self, settings, spec, access_log=None, wall=time.time):
         self.settings, self.spec, self.access_log, self.wall = settings, spec, access_log, wall
+        self.epoch = 0                         # control calls that may have changed a world (world/replies.py)
+        self.cached = CACHED                   # operations whose replies a world caches (none when tracing)
         self.changed = None                    # async (call, now, effects, apply) -> apply(): a change is made
         #                                        through it (app.py: logged and durable first, with a state file)
         self.violations = []                   # self-check: replies that do not match the document (the newest)
@@ -138,7 +141,7 @@ class Pipeline:
         except (Exception, asyncio.CancelledError) as error:
             status, payload = self.failed(call, error)
         else:
-            status, payload = self.rendered(call, result)
+            status, payload = self.rendered(rt, call, result)
         out = self.reply_headers(call, scope, status, payload)
         try:
             if call.faults:                     # the reply leaves as the rule's network fault says (edge/faults.py)
@@ -165,7 +168,7 @@ class Pipeline:
         except Exception as error:
             status, payload = self.failed(call, error)
         else:
-            status, payload = self.rendered(call, result)
+            status, payload = self.rendered(rt, call, result)
         out = self.reply_headers(call, scope, status, payload)
         self.record(call, rt, status, payload, out)
         if self.access_log is not None:
@@ -173,10 +176,15 @@ class Pipeline:
         return Reply(status, out, payload)
 
     @staticmethod
-    def rendered(call, result):
-        """(status, payload) of a call its handler answered."""
+    def rendered(rt, call, result):
+        """(status, payload) of a call its handler answered (or a reply its world cached: world/replies.py)."""
         status = call.operation.status
-        return status, b"" if status == 204 else orjson.dumps(result)
+        if type(result) is bytes:
+            return status, result
+        payload = b"" if status == 204 else orjson.dumps(result)
+        if call.cache_key is not None:
+            rt.replies.put(*call.cache_key, payload)
+        return status, payload
 
     def failed(self, call, error):
         """(status, payload) of a call that did not end in its handler's answer: the one ladder of both entries.
@@ -220,6 +228,8 @@ class Pipeline:
         operation = call.operation
         now = call.at = rt.pump()
         scenarios = rt.scenarios.active         # no rule, no step: the common path pays one test
+        if scenarios:                           # a rule may change the world: what it cached no longer holds
+            rt.generation += 1
         effects = await _scenario_step(rt, call, params, now, BEFORE_AUTH) if scenarios else {}
         call.token = authenticate(call.authorization, rt.tokens, now, self.settings.jwt_secret,
                                   rt.default_org, rt.store.organizations.rows)
@@ -236,15 +246,23 @@ class Pipeline:
         if scope["query_string"]:
             call.query = dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
         values = self.validate(call, path_errors, raw)
-        if scenarios and call.rule is None:
-            effects = await _scenario_step(rt, call, params, now, AFTER_VALIDATION)
+        if scenarios:
+            if call.rule is None:
+                effects = await _scenario_step(rt, call, params, now, AFTER_VALIDATION)
+        elif operation.operation_id in self.cached and call.method == "GET":
+            call.cache_key = (call.path, scope["query_string"], call.token.organization), (rt.generation, self.epoch)
+            cached = rt.replies.get(*call.cache_key)
+            if cached is not None:
+                return cached
         ctx = Context(rt, org=call.token.organization, token=call.token, params=params, query=values, body=call.body,
                       now=now, call_id=call.call_id, effects=effects)
         handler = self.handlers[operation.operation_id]
         if call.method in READS or self.changed is None:
             result = handler(ctx)
+            if not ctx.cacheable:
+                call.cache_key = None
         else:                                   # logged and durable first, then made (sandboxes/changelog.py)
-            result = await self.changed(call, now, effects, lambda key=None: keyed(rt, key, handler, ctx))
+            result = await self.changed(call, now, effects, lambda key=None: made(rt, key, handler, ctx))
         if scenarios and call.rule is None:     # commit, then fail: the change stands, the rule replaces the reply
             await _scenario_step(rt, call, params, now, AFTER_HANDLER)
         return result
@@ -253,6 +271,7 @@ class Pipeline:
         """Tracing on (edge/tracing.py): each call in a server span continuing the caller's trace, its validation,
         handler and journaling in child spans. Set only then: with tracing off, the request path is as it was."""
         self.api = tracer.serving(self.api)
+        self.cached = frozenset()              # a cached reply runs no handler: it would have no handler span
         self.validate = tracer.step("validate", self.validate)
         self.handlers = tracer.handling(HANDLERS)
         self.record = tracer.recording(ApiCall.journal)
@@ -268,6 +287,7 @@ class Pipeline:
         token = Token(name=who["name"], value="", organization=who["organization"], scopes=who["scopes"])
         ctx = Context(rt, org=token.organization, token=token, params=params, query=values, body=change["body"],
                       now=change["now"], call_id=change["call_id"], effects=change["effects"] or {})
+        rt.generation += 1
         rt.journal.next_id = max(rt.journal.next_id, change["call_id"] + 1)   # later calls get ids of their own
         keyed(rt, key, HANDLERS[operation.operation_id], ctx)
 
@@ -310,6 +330,12 @@ class Pipeline:
         self.violations += found
         self.violation_count += len(found)
         del self.violations[:-NEWEST_VIOLATIONS]
+
+
+def made(rt, key, handler, ctx):
+    """A change made: the world counts it (what it cached no longer holds: world/replies.py), then the handler."""
+    rt.generation += 1
+    return keyed(rt, key, handler, ctx)
 
 
 def keyed(rt, key, handler, ctx):

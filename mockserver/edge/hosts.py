@@ -76,12 +76,12 @@ class HostGuard:
                              f"(MOCKSERVER_ALLOWED_HOSTS)")
 
 
-def host_of(scope):
-    """The `Host` of an ASGI request (decoded), or None (the server's protocol put the authority of an absolute-form
-    target there: process/connections.py). ApiError(400) for an HTTP/1.1 request without one or with more."""
-    hosts = [value for key, value in scope["headers"] if key == b"host"]
-    if len(hosts) > 1:
-        raise ApiError(400, f"the request carries {len(hosts)} Host headers: send exactly one")
-    if not hosts and scope.get("http_version", "1.1") not in ("1.0", "0.9"):
-        raise ApiError(400, f"an HTTP/{scope.get('http_version', '1.1')} request must carry a Host header")
-    return hosts[0].decode("latin-1") if hosts else None
+def host_of(hosts, host, version):
+    """The `Host` of a request that carries `hosts` of them, the last `host` (bytes; the server's protocol put the
+    authority of an absolute-form target there: process/connections.py), decoded, or None. ApiError(400) for an
+    HTTP/1.1 request without one or with more."""
+    if hosts > 1:
+        raise ApiError(400, f"the request carries {hosts} Host headers: send exactly one")
+    if not hosts and version not in ("1.0", "0.9"):
+        raise ApiError(400, f"an HTTP/{version} request must carry a Host header")
+    return host.decode("latin-1") if hosts else None

@@ -32,9 +32,11 @@ A plain API call is answered at once, without ASGI (`_may_direct`, `_direct`): a
 DELETE of HTTP/1.1 kept alive, with nothing before it on the connection, whose message ends in the chunk that
 brought its head, is offered whole to the `DirectApp` the protocol was given (process/direct.py: the seam), which
 answers it through the same pipeline steps or declines; its reply is written whole, like any other, and the
-connection waits for the next request. No cycle, task or ASGI message is made for it. A request whose body goes
-on in a later chunk, or that the app declines, goes through uvicorn's cycle and the app as before, started in the
-same callback that would have started it without this. At most one request of a chunk is answered at once: the
+connection waits for the next request. No cycle, task or ASGI message is made for it. The common case, a chunk that
+is exactly one plain request, skips even the parser's steps: it is read in one step (process/wholerequest.py) and
+offered as it is; any other chunk goes to the parser. A request whose body goes on in a later chunk, or that the
+app declines (offered once, whichever way it was read), goes through uvicorn's cycle and the app as before, started
+in the same callback that would have started it without this. At most one request of a chunk is answered at once: the
 others a pipelining client sent with it go through ASGI, a task each, as they would without this, so that a burst
 on one connection takes turns with the other connections instead of being answered whole inside one callback.
 
@@ -62,8 +64,9 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from mockserver.core.errors import ApiError
 from mockserver.edge.faults import WIRE
 from mockserver.edge.requestid import request_id
-from mockserver.process.direct import DirectApp, Whole, head
+from mockserver.process.direct import DirectApp, head
 from mockserver.process.direct import Reply as _Reply
+from mockserver.process.wholerequest import DIRECT_METHODS, whole_request
 
 LINGER = 1.0                     # seconds a refused connection still reads before it closes
 LINGER_BYTES = 1024 * 1024       # ... and bytes
@@ -72,7 +75,6 @@ FD_RESERVE = 100                 # open files kept for everything but connection
 FD_TARGET = 1024 * 1024          # the soft limit asked for when the hard one is unlimited
 REPORT_EVERY = 60.0              # seconds between two log lines about connections closed for not reading
 JOIN_BELOW = 4096                # bytes of body under which a direct reply's head and body are joined for one write
-DIRECT_METHODS = (b"GET", b"POST", b"PUT", b"PATCH", b"DELETE")      # requests the direct path may answer
 _base = HttpToolsProtocol          # the steps run for every request call it directly: cheaper than super()
 
 # What of uvicorn's httptools protocol this module uses beyond its constructor: the methods it overrides and
@@ -120,7 +122,7 @@ class Guard:
 
     __slots__ = ("deadline", "expired", "in_head", "head_bytes", "fed", "now", "waiting_since", "answered",
                  "refusal", "discarded", "write_deadline", "write_pending", "dropped", "running", "idle_until",
-                 "held", "spent")
+                 "held", "declined", "spent")
 
     def __init__(self, now):
         self.deadline = None     # when the header or body timeout in force runs out (loop time)
@@ -140,6 +142,7 @@ class Guard:
         self.idle_until = None       # when a kept-alive connection that sent nothing more is closed (loop time)
         self.held = None             # the body so far of a request held for the direct path (only while a
                                      # chunk is parsed: see GuardedProtocol._may_direct)
+        self.declined = False        # the app declined the request of the chunk being parsed (not offered again)
         self.spent = False           # a request of the chunk being parsed was answered at once: the others of
                                      # it go through ASGI, a task each, so that a pipelined burst takes its turns
                                      # with other connections' requests (see GuardedProtocol._may_direct)
@@ -249,6 +252,13 @@ class GuardedProtocol(HttpToolsProtocol):
         guard.fed = len(data)
         guard.spent = False
         if guard.in_head:
+            if not guard.head_bytes and self.direct_app is not None and self._free():   # a request may begin here
+                request = whole_request(data, self.limits.max_header_size)
+                if request is not None:
+                    if self._direct(*request):
+                        guard.deadline = None    # the request is whole and answered, as at its message's end
+                        return
+                    guard.declined = True        # the parser's steps do not offer it again
             guard.head_bytes += guard.fed
         try:
             self.parser.feed_data(data)
@@ -260,6 +270,7 @@ class GuardedProtocol(HttpToolsProtocol):
             return
         if guard.held is not None:               # a request held for the direct path whose message goes on in a
             self._start_held(complete=False)     # later chunk: through ASGI now, with the body that came
+        guard.declined = False
         if guard.in_head and guard.head_bytes > self.limits.max_header_size:
             self._too_large()
 
@@ -284,7 +295,7 @@ class GuardedProtocol(HttpToolsProtocol):
         guard.deadline, guard.expired = guard.now + self.limits.body_timeout, self._body_too_slow
         if self.url[:1] != b"/":
             self._absolute_form()
-        if self.direct_app is not None and self._may_direct():
+        if self.direct_app is not None and not guard.declined and self._may_direct():
             guard.held = []                      # started when its message ends, or when this chunk does
             return
         self._start()
@@ -339,7 +350,7 @@ class GuardedProtocol(HttpToolsProtocol):
         """Offer a whole request to the app (process/direct.py); True when it answered: the reply is written whole
         and the connection waits for the next request, as after any reply."""
         try:
-            reply = self.direct_app.answer_whole(Whole(method, url, headers, body))
+            reply = self.direct_app.answer_whole(method, url, headers, body)
         except Exception:                        # a bug of the mock's: the spec's 500, as through ASGI (the call
             log.exception("unhandled error in %s %s", method, url.decode("latin-1"))   # is not run again)
             error = ApiError(500, "internal error: the call could not be answered").render()

@@ -2,7 +2,7 @@
 
 `serve`'s protocol (connections.py) reads every request with the parser. When a plain request's message ends
 within the chunk that brought its head, and nothing before it on the connection is still being answered, the
-protocol offers it, as a `Whole`, to the `DirectApp` it was given when the server was built (`protocol(limits,
+protocol offers it to the `DirectApp` it was given when the server was built (`protocol(limits,
 app)`: the app, app.py's `MockServer.answer_whole`). The app answers it through the same steps as an ASGI call,
 its `Reply` written whole by the protocol, or declines it (None): the request then goes through ASGI like any
 other. Nothing of ASGI is made for a request answered here: no task, no cycle, no messages.
@@ -11,24 +11,13 @@ other. Nothing of ASGI is made for a request answered here: no task, no cycle, n
 (the direct path's replies, and the refusals of the connection layer: 408, 431, 503).
 """
 
-from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 Headers = list[tuple[bytes, bytes]]
 
 
-@dataclass(slots=True)
-class Whole:
-    """A request read whole: GET, POST, PUT, PATCH or DELETE of HTTP/1.1, kept alive."""
-    method: str
-    target: bytes                      # the request target as sent: path and query
-    headers: Headers                   # names in lower case, as the parser read them
-    body: bytes
-
-
-@dataclass(slots=True)
-class Reply:
+class Reply(NamedTuple):
     """A reply to write whole: its headers are all it carries (Content-Length included)."""
     status: int
     headers: Headers
@@ -36,9 +25,11 @@ class Reply:
 
 
 class DirectApp(Protocol):
-    """What the connection layer asks of the app for a request that came whole."""
+    """What the connection layer asks of the app for a request that came whole: a GET, POST, PUT, PATCH or DELETE of
+    HTTP/1.1, kept alive (`method`), its request target as sent (`target`: path and query), its headers (names in
+    lower case, as the parser read them) and its whole body."""
 
-    def answer_whole(self, request: Whole) -> Reply | None:
+    def answer_whole(self, method: str, target: bytes, headers: Headers, body: bytes) -> Reply | None:
         """The reply, made at once (the app must not await), or None: the request goes through ASGI."""
 
 

@@ -39,12 +39,14 @@ def check_name(name, noun="sandbox"):
 
 def choose(scope):
     """(sandbox name, path without the sandbox prefix) of a request, or ApiError 400."""
-    path = scope["path"]
-    header = None
-    for key, value in scope["headers"]:
-        if key == HEADER:
-            header = value.decode("latin-1").strip()
-            break
+    header = next((value for key, value in scope["headers"] if key == HEADER), None)
+    return choose_from(scope["path"], header)
+
+
+def choose_from(path, header):
+    """`choose` of a path and the value of its X-Mock-Sandbox header (bytes, or None)."""
+    if header is not None:
+        header = header.decode("latin-1").strip()
     if path.startswith(PREFIX):
         name, _, rest = path[len(PREFIX):].partition("/")
         check_name(name)

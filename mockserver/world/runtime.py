@@ -17,6 +17,7 @@ from mockserver.world.deployments import Deployments
 from mockserver.world.fake import Fake
 from mockserver.world.lifecycle import Lifecycle
 from mockserver.world.ratelimit import RateLimiter
+from mockserver.world.replies import ReplyCache
 from mockserver.world.store import Store
 from mockserver.world.webhooks import AttemptTracer, Keeper, Webhooks
 
@@ -24,7 +25,7 @@ from mockserver.world.webhooks import AttemptTracer, Keeper, Webhooks
 class Context:
     """What a handler gets: the runtime, the caller's organization and the request's values."""
 
-    __slots__ = ("rt", "org", "token", "params", "query", "body", "now", "call_id", "effects")
+    __slots__ = ("rt", "org", "token", "params", "query", "body", "now", "call_id", "effects", "cacheable")
 
     def __init__(self, rt, *, org: str, token: Token | None = None, params: dict | None = None,
                  query: dict | None = None, body=None, now: float | None = None, call_id: int | None = None,
@@ -38,6 +39,7 @@ class Context:
         self.now = rt.clock.now() if now is None else now
         self.call_id = call_id
         self.effects = effects or {}
+        self.cacheable = True                  # False: the reply moves with the clock (world/replies.py)
 
 
 class Runtime:
@@ -67,18 +69,22 @@ class Runtime:
         self.reserved_ids: frozenset[str] = frozenset()   # ids fixtures being loaded give their records
         self.tracer: AttemptTracer | None = None   # the server's tracer (edge/tracing.py), lent like its settings
         self.keeper: Keeper | None = None      # told of each webhook attempt that ended (the server's), lent too
+        self.generation = 0                    # counts what may have changed the world (world/replies.py)
+        self.replies = ReplyCache()            # replies cached while it stays the same (never saved)
 
     def __getstate__(self):
-        return {name: value for name, value in self.__dict__.items() if name != "keeper"}
+        return {name: value for name, value in self.__dict__.items() if name not in ("replies", "keeper")}
 
     def __setstate__(self, state):
         """A copied or restored world: attributes set one by one (they stay in the object's compact
-        layout), and the weak references back to it made anew."""
+        layout), and the weak references back to it made anew; no cached reply comes with it."""
         for name, value in state.items():
             object.__setattr__(self, name, value)
         self.webhooks.rt = weakref.proxy(self)
         self.deployments.rt = weakref.proxy(self)
         self.keeper = None
+        self.generation = state.get("generation", 0)
+        self.replies = ReplyCache()
 
     def close(self):
         """The world is retired (deleted, expired, reset, replaced or restored over)."""
@@ -115,9 +121,11 @@ class Runtime:
         return str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"mock-user:{name}"))
 
     def pump(self):
-        """Bring deployments and webhook attempts up to now; returns that time."""
+        """Bring deployments and webhook attempts up to now; returns that time. When one fell due, the world
+        counts a change (its cached replies no longer hold)."""
         now = self.clock.now()
         if self._due(now):
+            self.generation += 1
             self.lifecycle.pump(now)
             self.webhooks.pump(now)
         return now

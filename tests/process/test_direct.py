@@ -355,7 +355,7 @@ def test_a_failure_of_the_direct_path_itself_is_the_specs_500_and_the_connection
     async def run():
         connection, transport = connect(server)
         class Broken:
-            def answer_whole(self, request):
+            def answer_whole(self, method, target, headers, body):
                 return 1 / 0                   # a bug before the pipeline: nothing was run
         type(connection).direct_app = Broken()
         failed = await feed(connection, transport, get(f"/application/{APP}/status"))
@@ -394,9 +394,9 @@ def test_a_request_read_whole_that_the_app_declines_is_offered_once(spec):
         offers = []
 
         class Counting:
-            def answer_whole(self, request):
-                offers.append((request.method, request.target))
-                return server.answer_whole(request)
+            def answer_whole(self, method, target, headers, body):
+                offers.append((method, target))
+                return server.answer_whole(method, target, headers, body)
         type(connection).direct_app = Counting()
         at_once, replies = await feed(connection, transport, get(f"/organization/{ORG}/project",
                                                                  b"Origin: http://localhost:3000\r\n"))

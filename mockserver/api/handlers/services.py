@@ -331,7 +331,12 @@ def _count_registry(ctx, data, step):
 
 
 def status(ctx, kind):
-    return ctx.rt.deployments.read_status(service(ctx, kind), ctx.now)
+    entry = service(ctx, kind)
+    out = ctx.rt.deployments.read_status(entry, ctx.now)
+    request = ctx.rt.lifecycle.latest(entry.id)
+    if request is not None and request.outcome is None:    # under way: the reply moves with the clock
+        ctx.cacheable = False
+    return out
 
 
 def history(ctx, kind):
