@@ -12,7 +12,7 @@ LONGEST = 60            # lines a function may have, its docstring included
 # The groups, lowest first (ARCHITECTURE.md): a module may import its own group and the groups before it.
 # `face` is the package's public face at its top level (the ASGI app, the Python client, the pytest plugin).
 LAYERS = ("core", "edge", "process", "document", "calls", "world", "api", "sandboxes", "contract", "control",
-          "face", "cli")
+          "face", "campaign", "cli")
 FACE = {"mockserver", "mockserver.app", "mockserver.pytest_plugin"}     # and mockserver.client.*
 WEB_STACK = ("starlette", "uvicorn", "httpx", "httptools", "opentelemetry")   # tracing too: lent as a hook
 NO_WEB = ("core", "document", "calls", "world")     # the domain: it never imports the web stack
