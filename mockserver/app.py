@@ -347,6 +347,8 @@ class MockServer(Worlds):
             await self.recorder.close()
         if self.tracer is not None:               # the spans still waiting for their exporter
             self.tracer.close()
+        if self.pipeline.trail is not None:
+            self.pipeline.trail.close()
 
     async def _home(self, scope, send, name, prefix):
         """`/`: links and a quick start (control/home.py), as HTML for a browser, else JSON."""

@@ -18,6 +18,7 @@ import orjson
 
 from mockserver.api.handlers import HANDLERS, PRECHECKS
 from mockserver.calls.journal import Exchange, redact_authorization
+from mockserver.calls.trail import Trail
 from mockserver.core.errors import ApiError, invalid
 from mockserver.core.paths import without_api_prefix
 from mockserver.edge import bodies, faults, jsonbody, requestid
@@ -122,6 +123,7 @@ class Pipeline:
     def __init__(self, settings, spec, access_log=None, wall=time.time):
         self.settings, self.spec, self.access_log, self.wall = settings, spec, access_log, wall
         self.epoch = 0                         # control calls that may have changed a world (world/replies.py)
+        self.trail = Trail(settings.call_trail) if settings.call_trail else None   # --call-trail (calls/trail.py)
         self.cached = CACHED                   # operations whose replies a world caches (none when tracing)
         self.changed = None                    # async (call, now, effects, apply) -> apply(): a change is made
         #                                        through it (app.py: logged and durable first, with a state file)
@@ -135,6 +137,7 @@ class Pipeline:
             result = await self.answer(rt, call, scope, receive)
         except Dropped:
             self.record(call, rt, 0, b"")
+            self._trail(call, rt)
             self._log(scope, sandbox, 0, call)
             _close_connection(scope, receive)
             return
@@ -153,6 +156,7 @@ class Pipeline:
                     payload = b""
         finally:                                # journaled even when the client went away meanwhile
             self.record(call, rt, status, payload, out)
+            self._trail(call, rt)
             self._log(scope, sandbox, status, call)
 
     def direct(self, rt, scope, path, sandbox=None, body=b""):
@@ -171,6 +175,8 @@ class Pipeline:
             status, payload = self.rendered(rt, call, result)
         out = self.reply_headers(call, scope, status, payload)
         self.record(call, rt, status, payload, out)
+        if self.trail is not None:
+            self._trail(call, rt)
         if self.access_log is not None:
             self._log(scope, sandbox, status, call)
         return Reply(status, out, payload)
@@ -307,6 +313,11 @@ class Pipeline:
             raise invalid(errors)
         return values
 
+    def _trail(self, call, rt):
+        """The call appended to --call-trail, when there is one."""
+        if self.trail is not None:
+            self.trail.write(call.sandbox, rt.journal, call)
+
     def _log(self, scope, sandbox, status, call):
         """One access-log line (edge/accesslog.py), when the access log is on."""
         if self.access_log is None:
@@ -376,7 +387,23 @@ async def _apply(rt, effects, token, now):
     if effects.get("drop"):
         raise Dropped()
     if "status" in effects:
-        raise ApiError(effects["status"], effects["message"])
+        raise ApiError(effects["status"], effects["message"], headers=_injected_headers(rt, effects, token, now))
+
+
+RETRY_AFTER = 1                         # seconds an injected 429 or 503 asks a client to wait, unless the rule says
+
+
+def _injected_headers(rt, effects, token, now):
+    """Headers of a status a rule injects: a 429 or 503 carries Retry-After as the platform's would (the rule's
+    `retry_after`, else RETRY_AFTER), and a 429 the token's window used up (the rate-limit headers say so)."""
+    status = effects["status"]
+    wait = effects.get("retry_after", RETRY_AFTER if status in (429, 503) else None)
+    headers = {} if wait is None else {"Retry-After": str(wait)}
+    if status == 429 and token is not None:
+        limit = token.rate_limit[0] if token.rate_limit else rt.limiter.limit
+        headers.update({"X-RateLimit-Limit": str(limit), "X-RateLimit-Remaining": "0",
+                        "X-RateLimit-Reset": str(int(now) + (wait or 0))})
+    return headers
 
 
 async def _deliver_faulty(scope, receive, send, status, headers, payload, wanted):

@@ -22,7 +22,7 @@ class Trail:
         kept = journal.find(call.call_id)
         if kept is None:
             return
-        line = {"sandbox": sandbox or "default", "received": call.received, **journal.render(kept)}
+        line = {"sandbox": sandbox or "default", "received": call.received, "at": call.at, **journal.render(kept)}
         self.file.write(orjson.dumps(line) + b"\n")
 
     def close(self):

@@ -131,11 +131,20 @@ def table(results):
     for result in sorted(results, key=lambda r: r.fault.key):
         mark = "!" if not result.expected else " "
         said = MARKS[result.outcome]
-        detail = "; ".join(f["rule"] for f in result.findings) or ", ".join(result.failed_tests[:3]) or result.note
+        detail = ("; ".join(f["rule"] for f in result.findings) or ", ".join(result.failed_tests[:3]) or result.note
+                  or _exit(result))
         if result.accepted_by:
             detail = f"expected: {result.accepted_by}"
         lines.append(f"{mark} {result.fault.key:<{width}}  {said:<11} {detail}".rstrip())
     return lines
+
+
+def _exit(result):
+    """What a failed run said last, when no failing test is named."""
+    if result.outcome != "failed":
+        return ""
+    last = next((line.strip() for line in reversed(result.tail) if line.strip()), "")
+    return f"exit {result.exit_code}" + (f": {last[:100]}" if last else "")
 
 
 # ---------------------------------------------------------------- JUnit XML

@@ -5,7 +5,6 @@ import os
 import sys
 
 from mockserver.campaign import plan
-from mockserver.campaign import report as reports
 
 DESCRIPTION = ("Run a test command as it is, once against a fresh mock (the baseline), then once per fault: at each "
                "operation the baseline called, each failure the API document lists for it, network faults and failed "
@@ -56,7 +55,7 @@ def add_parsers(commands, parser_class):
     sub.add_argument("--clock", choices=("manual", "real"), default="manual",
                      help="the clock of every run's mock (default manual, as the harnesses' local mocks)")
     sub.add_argument("--quiet", action="store_true", help="print the table and summary only")
-    sub.add_argument("command", nargs="*", metavar="COMMAND", help="the test command and its arguments (after --)")
+    sub.add_argument("argv", nargs="*", metavar="COMMAND", help="the test command and its arguments (after --)")
     return sub
 
 
@@ -83,7 +82,7 @@ def run(args):
     from mockserver.campaign.campaign import run as run_campaign
     from mockserver.campaign.expectations import ExpectationsError
     from mockserver.document.spec import Spec
-    command = list(args.command)
+    command = list(args.argv)
     if command and command[0] == "--":
         command = command[1:]
     if command and command[0] == "merge":
@@ -108,6 +107,7 @@ def run(args):
 
 def merge(paths, args):
     """`mockserver campaign merge SHARD.json ... [--json F] [--junit F] [--html F]`: one report of the shards."""
+    from mockserver.campaign import report as reports
     from mockserver.campaign.campaign import Settings, finish
     from mockserver.document.spec import Spec
     if not paths:

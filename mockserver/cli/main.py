@@ -1,4 +1,4 @@
-"""Command line: `mockserver serve`, `check`, `export`, `usage`, `record`, `parity` and `mcp`.
+"""Command line: `mockserver serve`, `check`, `export`, `usage`, `record`, `parity`, `mcp` and `campaign`.
 
 Every option of `serve`, `check`, `record` and `parity` is a row of one table (OPTIONS): its flag, the environment
 variables that may set it (the container sets them there; the first one set wins, and the
@@ -185,6 +185,11 @@ OPTIONS = (
                              "defaults)"))),
     Option("--scenario", ("MOCKSERVER_SCENARIOS",), scenario_paths, "scenario file or folder of them to "
            "activate; repeatable (the variable: files or folders separated by ':')", "PATH", ("serve", "check")),
+    Option("--inject", ("MOCKSERVER_INJECT",), str, "a scenario file every sandbox runs, whatever its options say "
+           "(its `scenarios` option, a snapshot, a reset): what `mockserver campaign` injects in each run", "FILE"),
+    Option("--call-trail", ("MOCKSERVER_CALL_TRAIL",), str, "append every API call of every sandbox to this file, "
+           "one JSON line each (as /_mock/calls shows it, with its sandbox): the calls of sandboxes deleted since "
+           "stay there (what `mockserver campaign` reads of a run)", "FILE"),
     Option("--seed", ("MOCKSERVER_SEED",), whole, "seed of generated ids and fake data (default 1)", "N",
            ("serve", "check", "parity")),
     Option("--host", ("MOCKSERVER_HOST", "HOST", "UVICORN_HOST"), str, "address to listen on (default 127.0.0.1; "
@@ -354,7 +359,7 @@ def document_version():
     return match[1].strip() if match else "unknown"
 
 
-COMMANDS = ("serve", "check", "export", "usage", "record", "parity", "mcp")
+COMMANDS = ("serve", "check", "export", "usage", "record", "parity", "mcp", "campaign")
 
 
 class UsageError(Exception):
@@ -521,7 +526,8 @@ def parser():
     top = Parser(prog="mockserver", description=__doc__.split("\n")[0],
                                   formatter_class=argparse.RawDescriptionHelpFormatter,
                                   epilog=epilog(OPTIONS) + "\n\n`mockserver COMMAND --help` lists the options of "
-                                                           "serve, check, export, usage, record, parity and mcp.")
+                                                           "serve, check, export, usage, record, parity, mcp and "
+                                                           "campaign.")
     top.add_argument("--version", action=_Version, help="print the package, API document and Python versions")
     commands = top.add_subparsers(dest="command", required=True)
     command_parser(commands, "serve", "run the mock server")
@@ -532,6 +538,8 @@ def parser():
     export_parser(commands)
     usage_parser(commands)
     mcp_parser(commands)
+    from mockserver.cli.campaign import add_parsers
+    add_parsers(commands, Parser)
     command_parser(commands, "record", "run the mock as a recording proxy in front of the real platform",
                    "Run the mock as a recording proxy: API requests go to --upstream with the caller's "
                    "Authorization and come back unchanged; each exchange is checked against the mock's document "
@@ -618,6 +626,9 @@ def main(argv=None):
             return export(args)
         if args.command == "usage":
             return usage(args)
+        if args.command == "campaign":
+            from mockserver.cli.campaign import run as run_campaign
+            return run_campaign(args)
         if args.command == "mcp":
             from mockserver.cli.mcp import run as run_mcp
             return run_mcp(args)

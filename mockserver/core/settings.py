@@ -32,6 +32,8 @@ class Settings:
     journal_body_limit: int = 64 * 1024       # bytes of a request or reply body a call keeps whole
     max_body: int = 16 * 1024 * 1024           # a Hypothesis string past a 64 KiB maxLength, \u-escaped, fits
     scenarios: list = field(default_factory=list)
+    inject: str | None = None             # a scenario every sandbox has whatever its options (mockserver campaign)
+    call_trail: str | None = None         # every API call of every sandbox appended there as a JSON line
     self_check: bool = False
     log_level: str = "warning"
     max_sandboxes: int = 1000

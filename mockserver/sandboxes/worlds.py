@@ -43,6 +43,9 @@ class Worlds:
         self.origin = freeze(first, self.shared)
         # scenarios loaded from files at start: every sandbox starts with them, and may name them
         self.library = {name: (item["raw"], item["source"]) for name, item in first.scenarios.active.items()}
+        # --inject: the scenario every world runs, whatever it was made from (added back where it is missing)
+        self.injected = first.scenarios.active[next(reversed(first.scenarios.active))] if self.settings.inject \
+            else None
         # who may make a sandbox by using it, on a mock protected by a control token: a caller of the start world
         self.start_auth = (dict(first.tokens), first.default_org, frozenset(first.store.organizations.rows))
         first.close()
@@ -112,7 +115,7 @@ class Worlds:
     def build(self, settings, clock, fixtures):
         """A world made by replaying fixtures through the handlers (slow: done once, or for options)."""
         scenarios = Scenarios(self.spec, seed=settings.seed, known=vocabulary(fixtures))
-        for path in settings.scenarios:
+        for path in [*settings.scenarios, *([settings.inject] if settings.inject else [])]:
             scenarios.load_file(path)
             for warning in scenarios.warnings:
                 log.warning("%s", warning)
@@ -125,11 +128,20 @@ class Worlds:
         """A new sandbox: a copy of the start world, or of a snapshot, or a world built for its options
         (`fixtures`: the folder of its `fixtures` option, already read)."""
         rt, origin, source = world_for(self, options, fixtures)
+        if self.inject_into(rt):
+            origin = freeze(rt, self.shared)
         _own(rt, name)
         self.changes += 1
         box = Sandbox(name, rt, origin, source, self.sandboxes.wall(), self.shared)
         box.expires, box.born = options.get("expires"), rt.clock.now()
         return box
+
+    def inject_into(self, rt):
+        """The --inject scenario made active in a world that lacks it; whether it was missing."""
+        if self.injected is None or self.injected["raw"]["name"] in rt.scenarios.active:
+            return False
+        rt.scenarios.activate(self.injected["raw"], self.injected["source"])
+        return True
 
     def forget(self, box):
         """A sandbox was deleted, replaced or expired: its world is freed now, or, when many go at once,
@@ -174,6 +186,7 @@ class Worlds:
         else:
             rt.scenarios = old.scenarios
             rt.scenarios.rewind()
+        self.inject_into(rt)
         box.rt = rt
         old.close()
         return rt
@@ -190,6 +203,7 @@ class Worlds:
             raise ApiError(404, f"snapshot {name} not found")
         old, box.rt = box.rt, thaw(data, self.shared)
         box.rt.source = "fixtures" if name == "fixtures" else f"snapshot {name}"
+        self.inject_into(box.rt)
         if at is not None:
             box.rt.clock.resume_at(at)
         old.close()

@@ -102,6 +102,9 @@ FILE_SCHEMA = {
                 "effect": {"type": "object", "additionalProperties": False, "minProperties": 1, "properties": {
                     "status": {"type": "integer", "minimum": 400, "maximum": 599},
                     "message": {"type": "string"},
+                    "retry_after": {"type": "integer", "minimum": 0, "maximum": 86400,
+                                    "description": "seconds the reply's Retry-After asks the client to wait (a 429 "
+                                                   "or 503 without it carries 1)"},
                     "latency_ms": {"type": "number", "minimum": 0, "maximum": 600000},
                     "drop": {"type": "boolean", "description": "close the connection without a reply"},
                     "deployment": {"type": "object", "additionalProperties": False, "minProperties": 1,

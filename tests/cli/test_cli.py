@@ -273,6 +273,8 @@ SAMPLES = {
     "--allowed-hosts": ("mock.test,api.mock.test", lambda s: s.allowed_hosts == ["mock.test", "api.mock.test"]),
     "--durability": ("write", lambda s: s.durability == "write"),
     "--damaged-log": ("skip", lambda s: s.damaged_log == "skip"),
+    "--inject": ("/tmp/fault.yaml", lambda s: s.inject == "/tmp/fault.yaml"),
+    "--call-trail": ("/tmp/calls.jsonl", lambda s: s.call_trail == "/tmp/calls.jsonl"),
     "--upstream-max-body": ("2MiB", lambda s: s.upstream_max_body == 2 * 1024 * 1024),
     "--replica-name": ("r2", lambda s: s.replica_name == "r2"),
     "--state-file": ("/tmp/state.bin", lambda s: s.state_file == "/tmp/state.bin"),
