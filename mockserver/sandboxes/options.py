@@ -6,13 +6,14 @@
      "snapshot": "three-envs", "journal_body_limit": 1048576, "expires": {"seconds": 600, "calls": 50},
      "poll_progress": {"reads": 3, "services": {"kind": "APPLICATION"}, "actions": ["DEPLOY"]}}
 
-No option: a copy of the server's start world (fast). `snapshot`: a copy of that snapshot.
-`fixtures`, `seed` or `start`: a world built for them through the handlers (slower than a copy), since
-ids, generated values and record times depend on them. `clock`, `rate_limit`, `scenarios`, `poll_progress`
-(a scenario named poll-progress: actions that move by status reads, progress_scenario) and
-`journal_body_limit` (bytes of a body the journal keeps whole) are then applied to the copy. `expires` is the
-sandbox's, not its world's (sandbox.py): it ends after `seconds` on its own clock or after `calls` API calls. The
-result is frozen again as the world a reset goes back to.
+No option: a copy of the server's start world (a spare one copied ahead of time, when there is one:
+worlds.py). `snapshot`: a copy of that snapshot. `fixtures`, `seed` or `start`: a world built for them through
+the handlers (slower than a copy), since ids, generated values and record times depend on them. `clock`,
+`rate_limit`, `scenarios`, `poll_progress` (a scenario named poll-progress: actions that move by status reads,
+progress_scenario) and `journal_body_limit` (bytes of a body the journal keeps whole) are then applied to the copy
+(`patch`). `expires` is the sandbox's, not its world's (sandbox.py): it ends after `seconds` on its own clock or
+after `calls` API calls. A world built or copied from a snapshot is frozen again as the world a reset goes back
+to; a copy of the start world goes back to the start world with its patch applied again.
 """
 
 from dataclasses import replace
@@ -91,36 +92,51 @@ def read_folder(folder, spec):
 
 
 def world_for(server, options, fixtures=None):
-    """(runtime, frozen origin, source description) of a new sandbox; `fixtures`: the `fixtures` option's
-    folder already read (the control API reads it off the event loop)."""
+    """(runtime, frozen origin, source description, patch) of a new sandbox: `patch` is the options a reset applies
+    again to `origin` (None when `origin` holds them already); `fixtures`: the `fixtures` option's folder already
+    read (the control API reads it off the event loop)."""
     check(options)
-    if not options:
-        return thaw(server.origin, server.shared), server.origin, "fixtures"
-    if options.get("snapshot") == "fixtures":     # the built-in snapshot: the start world
-        rt, source = thaw(server.origin, server.shared), "fixtures"
-    elif "snapshot" in options:
+    if not options or set(options) <= PATCHES or options.get("snapshot") == "fixtures" and set(options) - {
+            "snapshot"} <= PATCHES:
+        rt = server.spare()
+        try:
+            patch(server, rt, options)
+        except ApiError:
+            rt.close()
+            raise
+        return rt, server.origin, "fixtures", {key: value for key, value in options.items() if key in PATCHES}
+    if "snapshot" in options:
         snapshot = server.snapshots.get(options["snapshot"])
         if snapshot is None:
             raise ApiError(404, f"snapshot {options['snapshot']} not found")
         rt, source = thaw(snapshot.data, server.shared), f"snapshot {options['snapshot']}"
         rt.clock.resume_at(snapshot.clock_at)     # it goes on from the moment it was saved, as a restore does
-    elif {"fixtures", "seed", "start"} & set(options):
-        rt, source = _built(server, options, fixtures), "options"
     else:
-        rt, source = thaw(server.origin, server.shared), "fixtures"
+        rt, source = _built(server, options, fixtures), "options"
+    patch(server, rt, options)
+    rt.source = source
+    return rt, freeze(rt, server.shared), source, None
+
+
+PATCHES = frozenset({"clock", "rate_limit", "scenarios", "poll_progress", "journal_body_limit", "expires"})
+
+
+def patch(server, rt, options, again=False):
+    """The options that change a copy of a world (see the module); `again`: a reset's, which keeps the world's
+    clock and scenarios as they are (worlds.py)."""
     mode = options.get("clock")
-    if mode and mode != rt.clock.mode:
+    if mode and not again and mode != rt.clock.mode:
         rt.clock = Clock(mode, start=rt.clock.now())
     if "rate_limit" in options:
         try:
             rt.limiter.limit, rt.limiter.window = parse_rate(options["rate_limit"])
         except ValueError as error:
             raise ApiError(400, f"body.rate_limit: {error}") from None
-    if "scenarios" in options:                 # exactly these (without the option: every file loaded at start)
+    if "scenarios" in options and not again:   # exactly these (without the option: every file loaded at start)
         rt.scenarios.clear()
         for index, item in enumerate(options["scenarios"]):
             _activate(server, rt, item, index)
-    if "poll_progress" in options:
+    if "poll_progress" in options and not again:
         try:
             text = orjson.dumps(progress_scenario(options["poll_progress"])).decode()
             rt.scenarios.activate(rt.scenarios.parse(text, "body.poll_progress")[1], "body.poll_progress")
@@ -128,8 +144,6 @@ def world_for(server, options, fixtures=None):
             raise ApiError(400, str(error)) from None
     if "journal_body_limit" in options:         # a test's calls kept whole up to this size (exports need them)
         rt.journal.body_limit = options["journal_body_limit"]
-    rt.source = source
-    return rt, freeze(rt, server.shared), source
 
 
 def progress_scenario(option):

@@ -64,12 +64,13 @@ class Sandbox:
     shows of a sleeping sandbox was noted when it fell asleep."""
 
     __slots__ = ("name", "_rt", "origin", "source", "created_at", "last_used", "calls", "inflight", "shared",
-                 "_sleeping", "_clock", "_noted", "expires", "born")
+                 "_sleeping", "_clock", "_noted", "expires", "born", "patch")
 
     def __init__(self, name, rt, origin, source, now, shared=None):
         self.name = name
         self._rt = rt                           # the world, or None while it sleeps
-        self.origin = origin                    # the frozen world a reset goes back to
+        self.origin = origin                    # the frozen world a reset goes back to ...
+        self.patch = None                       # ... with these options applied again (sandboxes/options.py)
         self.source = source                    # what it was made from: fixtures, a snapshot, options
         self.created_at = now
         self.last_used = now
@@ -194,7 +195,7 @@ class Sandboxes:
         """A sandbox made with `options` (`fixtures`: their fixtures folder, already read), or the live one
         of that name unless `replace`."""
         check_name(name)
-        self.sweep(force=True)
+        self.sweep(force=name not in self.live and len(self.live) >= self.limit)   # at the limit: the ended go
         if name not in self.live and len(self.live) >= self.limit:
             raise ApiError(503, f"sandbox {name!r} cannot be created: {len(self.live)} sandboxes exist, the limit "
                                 f"is {self.limit} (delete some with DELETE /_mock/sandboxes/{{name}}, or start the "

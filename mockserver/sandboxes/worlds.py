@@ -18,6 +18,7 @@ from mockserver.api.replay import fresh_world
 from mockserver.core.clock import Clock
 from mockserver.core.settings import Settings
 from mockserver.document.spec import Spec
+from mockserver.sandboxes.options import patch as patch_world
 from mockserver.sandboxes.options import world_for
 from mockserver.sandboxes.sandbox import DEFAULT, Sandbox, Sandboxes
 from mockserver.world.fixtures import read_fixtures
@@ -28,6 +29,7 @@ from mockserver.world.strictness import vocabulary
 log = logging.getLogger("mockserver")
 TICK = 0.05                                     # seconds between two rounds of the background loop
 BURY_SECONDS = 0.005                            # time a call or a round of the loop may spend freeing worlds
+SPARES = 4                                      # copies of the start world kept ready for new sandboxes
 
 
 class Worlds:
@@ -53,6 +55,7 @@ class Worlds:
         self.changes = 0                       # requests that may have changed state: the state file is saved
         #                                        when this moves (reads do not move it)
         self.graveyard = deque()               # retired sandboxes whose worlds are still to be freed
+        self.spares: deque = deque()           # copies of the start world made ahead of time (`spare`)
         self.sandboxes = Sandboxes(self.make_sandbox, self.settings.max_sandboxes, self.settings.sandbox_ttl, wall,
                                    forget=self.forget, sleep_after=self.settings.sleep_after or None)
         self.sandboxes.create(DEFAULT)
@@ -127,14 +130,33 @@ class Worlds:
     def make_sandbox(self, name, options, fixtures=None):
         """A new sandbox: a copy of the start world, or of a snapshot, or a world built for its options
         (`fixtures`: the folder of its `fixtures` option, already read)."""
-        rt, origin, source = world_for(self, options, fixtures)
-        if self.inject_into(rt):
+        rt, origin, source, patch = world_for(self, options, fixtures)
+        if self.inject_into(rt) and patch is None:      # a world frozen again holds the injected scenario too
             origin = freeze(rt, self.shared)
         _own(rt, name)
         self.changes += 1
         box = Sandbox(name, rt, origin, source, self.sandboxes.wall(), self.shared)
+        box.patch = patch
         box.expires, box.born = options.get("expires"), rt.clock.now()
         return box
+
+    def spare(self):
+        """A copy of the start world for a new sandbox: one copied ahead of time when there is one, else one copied
+        now. The one taken is copied again as soon as the event loop is free (after the reply that needed it), so
+        that sandboxes made at a test's pace never wait for a copy."""
+        if not self.spares:
+            return thaw(self.origin, self.shared)
+        taken = self.spares.popleft()
+        try:
+            asyncio.get_running_loop().call_soon(self.refill)
+        except RuntimeError:                    # no loop (a world made at start, or in a test): upkeep refills
+            pass
+        return taken
+
+    def refill(self):
+        """One more spare copy of the start world, while there are fewer than SPARES."""
+        if len(self.spares) < SPARES:
+            self.spares.append(thaw(self.origin, self.shared))
 
     def inject_into(self, rt):
         """The --inject scenario made active in a world that lacks it; whether it was missing."""
@@ -179,6 +201,8 @@ class Worlds:
         scenarios stay active with their counters rewound (all removed with `scenarios`)."""
         old = box.rt
         rt = thaw(box.origin, self.shared)
+        if getattr(box, "patch", None):       # (a sandbox saved before patches were kept has none)
+            patch_world(self, rt, box.patch, again=True)
         _own(rt, box.name)
         rt.clock = old.clock
         if scenarios:
@@ -235,6 +259,8 @@ class Worlds:
 
     def upkeep(self):
         self.bury()
+        if not self.graveyard:                  # one a round: a round stays short
+            self.refill()
         for box in self.sandboxes.awake():
             rt = box.rt
             if not rt.falls_due():

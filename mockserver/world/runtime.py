@@ -73,7 +73,9 @@ class Runtime:
         self.replies = ReplyCache()            # replies cached while it stays the same (never saved)
 
     def __getstate__(self):
-        return {name: value for name, value in self.__dict__.items() if name not in ("replies", "keeper")}
+        # what is not saved is saved as None, in its place: a world read back keeps its attributes in the order
+        # of a built one (the layout attribute reads are fast in)
+        return {name: None if name in ("replies", "keeper") else value for name, value in self.__dict__.items()}
 
     def __setstate__(self, state):
         """A copied or restored world: attributes set one by one (they stay in the object's compact
@@ -82,7 +84,6 @@ class Runtime:
             object.__setattr__(self, name, value)
         self.webhooks.rt = weakref.proxy(self)
         self.deployments.rt = weakref.proxy(self)
-        self.keeper = None
         self.generation = state.get("generation", 0)
         self.replies = ReplyCache()
 

@@ -379,7 +379,7 @@ class Recorder:
 
 def run_client_suite(url, *extra, env=None):
     command = [sys.executable, "-m", "pytest", "-n", "2", "-p", "xdist", "-q", "-p", "no:cacheprovider",
-               "examples/python", "--mockserver-url", url, *extra]
+               "examples/python/test_client_flow.py", "--mockserver-url", url, *extra]
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("MOCKSERVER_", "PYTEST_"))}
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=240,
                           env={**clean, **(env or {})})
