@@ -131,8 +131,8 @@ def table(results):
     for result in sorted(results, key=lambda r: r.fault.key):
         mark = "!" if not result.expected else " "
         said = MARKS[result.outcome]
-        detail = ("; ".join(f["rule"] for f in result.findings) or ", ".join(result.failed_tests[:3]) or result.note
-                  or _exit(result))
+        rules = list(dict.fromkeys(f["rule"] for f in result.findings))
+        detail = ("; ".join(rules) or ", ".join(result.failed_tests[:3]) or result.note or _exit(result))
         if result.accepted_by:
             detail = f"expected: {result.accepted_by}"
         lines.append(f"{mark} {result.fault.key:<{width}}  {said:<11} {detail}".rstrip())
