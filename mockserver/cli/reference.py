@@ -1,5 +1,6 @@
-"""The guide's reference pages, written from the code: the command line (the option table), the control API
-(its document), the scenario format (its JSON Schema) and the operations (the API document).
+"""The guide's reference pages, written from the code: the command line (the option table, and every command's
+own arguments), the control API (its document), the scenario format (its JSON Schema), the operations (the API
+document) and the expectations format of fault campaigns (its JSON Schema).
 
     python -m mockserver.cli.reference           # rewrite docs/reference/*.md
     python -m mockserver.cli.reference --check   # exit 1 when a page differs from what the code says
@@ -39,21 +40,45 @@ def shown(value):
 # ---------------------------------------------------------------- the command line
 def cli_page(options=OPTIONS, commands=COMMANDS):
     lines = [GENERATED + "# Command line", "",
-             "`mockserver COMMAND [options]`. Every option may also be set by the environment variables beside it "
-             "(the first one set wins; the command line wins over all). `mockserver COMMAND --help` prints the "
-             "same.", ""]
+             "`mockserver COMMAND [options]`. Every option of the option table may also be set by the environment "
+             "variables beside it (the first one set wins; the command line wins over all). `mockserver COMMAND "
+             "--help` prints the same.", ""]
+    subcommands = _subcommands()
     for command in commands:
         rows = [option for option in options if option.of(command)]
-        if not rows:
-            continue
-        lines += [f"## `mockserver {command}`", "", "| option | environment | default | what it does |",
-                  "|---|---|---|---|"]
-        for option in rows:
-            flag = cell(f"`{option.flag} {option.metavar}`" if option.metavar else f"`{option.flag}`")
-            env = ", ".join(f"`{name}`" for name in option.env)
-            lines.append(f"| {flag} | {env} | {shown(option.default)} | {cell(option.help)} |")
+        sub = subcommands[command]
+        lines += [f"## `mockserver {command}`", "", cell(sub.description or ""), ""]
+        if rows:
+            lines += ["| option | environment | default | what it does |", "|---|---|---|---|"]
+            for option in rows:
+                flag = cell(f"`{option.flag} {option.metavar}`" if option.metavar else f"`{option.flag}`")
+                env = ", ".join(f"`{name}`" for name in option.env)
+                lines.append(f"| {flag} | {env} | {shown(option.default)} | {cell(option.help)} |")
+        else:
+            lines += ["| argument | default | what it does |", "|---|---|---|"]
+            lines += [_argument_row(action) for action in sub._actions if action.dest != "help"]
         lines.append("")
     return "\n".join(lines)
+
+
+def _subcommands():
+    """The parsers of `mockserver`'s commands, by name."""
+    import argparse
+
+    from mockserver.cli.main import parser
+    top = parser()
+    choices = next(action for action in top._actions if isinstance(action, argparse._SubParsersAction)).choices
+    return dict(choices)
+
+
+def _argument_row(action):
+    """A row of a command whose options are argparse's own (export, usage, mcp, campaign)."""
+    if action.option_strings:
+        name = ", ".join(action.option_strings) + (f" {action.metavar}" if action.metavar else "")
+    else:
+        name = action.metavar or action.dest
+    default = action.default if action.default not in (None, False, [], "==SUPPRESS==") else None
+    return f"| `{cell(name)}` | {shown(default)} | {cell(action.help or '')} |"
 
 
 # ---------------------------------------------------------------- the control API
@@ -143,8 +168,21 @@ def operations_page(document=None):
     return "\n".join(lines) + "\n"
 
 
+# ---------------------------------------------------------------- the expectations of a campaign
+def expectations_page(schema=None):
+    from mockserver.campaign.expectations import SCHEMA
+    schema = schema or SCHEMA
+    lines = [GENERATED + "# Expectations format", "", cell(schema.get("title", "")), "",
+             "What a team accepts of a fault campaign's outcomes (`mockserver campaign --expect FILE`): every outcome "
+             "but `survived` and `not reached` is unexpected unless an entry accepts it (the campaign then exits 1). "
+             "The guide: [Fault campaigns](../guide/campaigns.md). Every field:", "",
+             "| field | type | required | what it is |", "|---|---|---|---|"]
+    lines += schema_rows(schema, "")
+    return "\n".join(lines) + "\n"
+
+
 PAGE_MAKERS = {"cli.md": cli_page, "control-api.md": control_page, "scenario-format.md": scenario_page,
-               "operations.md": operations_page}
+               "operations.md": operations_page, "expectations-format.md": expectations_page}
 
 
 def stale(folder=PAGES):

@@ -46,3 +46,12 @@ def test_the_check_command_exits_1_on_a_stale_page(tmp_path, monkeypatch, capsys
     monkeypatch.setattr(reference.stale, "__defaults__", (tmp_path,))
     assert reference.main(["--check"]) == 1
     assert "operations.md is stale" in capsys.readouterr().err
+
+
+def test_every_command_and_its_own_arguments_are_on_the_cli_page():
+    page = reference.cli_page()
+    for command in reference.COMMANDS:
+        assert f"## `mockserver {command}`" in page
+    campaign = page.split("## `mockserver campaign`")[1]
+    for argument in ("--max-runs", "--jobs", "--expect", "--junit", "--shard"):
+        assert argument in campaign, argument
