@@ -18,7 +18,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from mockserver.campaign import behaviour
 from mockserver.campaign.expectations import verdict
-from mockserver.campaign.faults import Fault
+from mockserver.campaign.faults import CLIENT_MEETS, Fault
 
 FORMAT = 1                              # of the JSON report
 
@@ -101,18 +101,21 @@ def summary(results):
 
 
 def coverage(spec, called, results):
-    """Per operation the suite called: its documented failure replies, and those the suite was seen to survive
-    (a `status N` run of it that survived); and the total, survived / documented."""
+    """Per operation the suite called: its documented failure replies a correct request may meet (the 400, 413
+    and 415 of a client's own mistakes are listed apart: no fault sends them), and those the suite was seen to
+    survive (a `status N` run of it that survived); and the total, survived / documented."""
     per = {}
     survived_total = documented_total = 0
     for operation_id in sorted(called):
         operation = spec.operations.get(operation_id)
         if operation is None:
             continue
-        documented = sorted(status for status in operation.responses if status >= 400)
+        failures = sorted(status for status in operation.responses if status >= 400)
+        documented = [status for status in failures if status in CLIENT_MEETS]
         survived = sorted({r.fault.status for r in results if r.fault.operation == operation_id
                            and r.fault.kind == "status" and r.outcome == "survived"})
-        per[operation_id] = {"documented": documented, "survived": survived}
+        per[operation_id] = {"documented": documented, "survived": survived,
+                             "own_mistakes": [status for status in failures if status not in CLIENT_MEETS]}
         survived_total += len(survived)
         documented_total += len(documented)
     share = round(survived_total / documented_total, 3) if documented_total else None
@@ -132,11 +135,18 @@ def table(results):
         mark = "!" if not result.expected else " "
         said = MARKS[result.outcome]
         rules = list(dict.fromkeys(f["rule"] for f in result.findings))
-        detail = ("; ".join(rules) or ", ".join(result.failed_tests[:3]) or result.note or _exit(result))
+        detail = ("; ".join(rules) or _tests(result.failed_tests) or result.note or _exit(result))
         if result.accepted_by:
             detail = f"expected: {result.accepted_by}"
         lines.append(f"{mark} {result.fault.key:<{width}}  {said:<11} {detail}".rstrip())
     return lines
+
+
+def _tests(names, shown=3):
+    """Failing tests, short: their last part (`file.py::test_x` -> `test_x`), the first few and how many more."""
+    short = [name.rsplit("::", 1)[-1] for name in names]
+    more = f" and {len(short) - shown} more" if len(short) > shown else ""
+    return ", ".join(short[:shown]) + more
 
 
 def _exit(result):

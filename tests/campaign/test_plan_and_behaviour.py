@@ -136,3 +136,27 @@ def test_an_accepted_outcome_is_expected_and_anything_else_that_failed_is_not(tm
     assert verdict(entries, Fault("getApplicationStatus", "outage 503"), "misbehaved", ["storm"])[0] is True
     assert verdict(entries, Fault("getApplicationStatus", "outage 503"), "misbehaved", ["retry-after"])[0] is False
     assert verdict(entries, Fault("deleteProject", "reset"), "survived", [])[0] is True
+
+
+def test_the_table_marks_the_unexpected_and_names_failing_tests_short():
+    from mockserver.campaign.report import Result, table
+    failed = Result(Fault("createProject", "status 500", 1), "failed", expected=False,
+                    failed_tests=[f"tests/test_p.py::test_{n}" for n in "abcde"])
+    survived = Result(Fault("listProjects", "reset", 1), "survived", expected=True)
+    lines = table([survived, failed])
+    assert lines[0].startswith("! createProject: status 500 @1") and "test_a, test_b, test_c and 2 more" in lines[0]
+    assert "tests/test_p.py" not in lines[0]
+    assert lines[1].startswith("  listProjects: reset @1") and lines[1].split()[-1] == "ok"
+
+
+def test_coverage_counts_the_failures_a_correct_request_may_meet_and_lists_the_clients_own_apart(spec):
+    from mockserver.campaign.report import Result, coverage
+    results = [Result(Fault("createProject", "status 503", 1), "survived"),
+               Result(Fault("createProject", "status 500", 1), "failed"),
+               Result(Fault("createProject", "reset", 1), "survived")]
+    got = coverage(spec, {"createProject"}, results)
+    project = got["operations"]["createProject"]
+    assert project["survived"] == [503]                        # a failed run or a network fault counts for nothing
+    assert 400 in project["own_mistakes"] and 400 not in project["documented"]
+    assert {409, 500, 503} <= set(project["documented"])
+    assert got["survived"] == 1 and got["documented"] == len(project["documented"])
