@@ -281,6 +281,9 @@ OPTIONS = (
     Option("--shutdown-timeout", ("MOCKSERVER_SHUTDOWN_TIMEOUT",), non_negative(number), "seconds requests "
            "in progress may take to finish at shutdown before they are cancelled; the state file is saved "
            "after them either way (default 5)", "SECONDS"),
+    Option("--exit-with-parent", ("MOCKSERVER_EXIT_WITH_PARENT",), flag, "stop (as on SIGTERM) when the process "
+           "that started the mock ends, however it ends (a test runner killed with SIGKILL, say): what the "
+           "harnesses ask of a local mock (default off; the variable: 1/true/yes/on)"),
     Option("--fresh", ("MOCKSERVER_FRESH",), flag, "start from the fixtures even when the state file "
            "holds a world (the file is kept as PATH.previous; default off; the variable: 1/true/yes/on)"),
     # ---- the recording proxy (contract/proxy.py) and the parity run (contract/parity.py)
@@ -807,6 +810,9 @@ def serve(settings, variables=None):
                             server_header=False, date_header=not settings.upstream)
     print("\n".join(start_lines(settings, server, listener.getsockname()[1], variables)), file=sys.stderr,
           flush=True)
+    if settings.exit_with_parent:
+        from mockserver.process import parent
+        parent.watch()                         # the parent's end is a SIGTERM (process/parent.py)
     Server(config).run(sockets=[listener])     # a SIGINT or SIGTERM from now on stops it (process/stopping.py)
     # 1: the last save of the state file, or the HAR file or fixtures of a recording, could not be written
     # (each said in one line as it failed)

@@ -29,10 +29,11 @@ def start_local(*args, command=None, clock="manual", env=None, timeout=30.0, war
     """`mockserver serve --port 0` as a process of its own: the port is read from the line it prints at start,
     readiness from /_mock/health. `args` are more options of serve; `command` the mockserver executable
     (default: MOCKSERVER_COMMAND, else this Python's `-m mockserver`). `log` names a file for the server's output
-    (default: discarded). The client's `stop()` stops the process."""
+    (default: discarded). The client's `stop()` stops the process; so does the end of this one, however it ends."""
     command = command or os.environ.get("MOCKSERVER_COMMAND")
     argv = [command] if command else [sys.executable, "-m", "mockserver"]
-    argv += ["serve", "--port", "0", *(["--clock", clock] if clock else []), *args]
+    # --exit-with-parent: a test process killed with SIGKILL runs no clean-up; the mock then stops by itself
+    argv += ["serve", "--port", "0", "--exit-with-parent", *(["--clock", clock] if clock else []), *args]
     output = open(log, "w") if log else None        # kept open for the process's life
     process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=output or subprocess.DEVNULL,
                                stderr=subprocess.PIPE, env={**os.environ, **(env or {})}, text=True)

@@ -47,6 +47,7 @@ class Settings:
     save_interval: float = 5.0            # seconds between saves of the state file (when something changed)
     durability: str = "fsync"             # how far a change is written before its reply (sandboxes/changelog.py)
     damaged_log: str = "stop"             # a change log damaged in its middle at start: stop, or skip its records
+    exit_with_parent: bool = False        # stop when the process that started the mock ends (process/parent.py)
     fresh: bool = False                   # start from the fixtures even when the state file holds a world
     max_snapshots: int = 200              # snapshots that may exist at once (the built-in one not counted)
     header_timeout: float = 10.0          # seconds for a request's line and headers (then 408)

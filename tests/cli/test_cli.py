@@ -280,6 +280,7 @@ SAMPLES = {
     "--state-file": ("/tmp/state.bin", lambda s: s.state_file == "/tmp/state.bin"),
     "--save-interval": ("2.5", lambda s: s.save_interval == 2.5),
     "--fresh": ("yes", lambda s: s.fresh is True),
+    "--exit-with-parent": ("on", lambda s: s.exit_with_parent is True),
     "--max-snapshots": ("7", lambda s: s.max_snapshots == 7),
     "--header-timeout": ("2.5", lambda s: s.header_timeout == 2.5),
     "--body-timeout": ("4", lambda s: s.body_timeout == 4),

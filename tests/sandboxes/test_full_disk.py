@@ -32,15 +32,18 @@ PROJECTS = f"/organization/{ORG}/project"
 
 
 class Serve:
-    """`mockserver serve` on a state file, killable with SIGKILL; `limit`: RLIMIT_FSIZE of its files."""
+    """`mockserver serve` on a state file, killable with SIGKILL; `limit`: RLIMIT_FSIZE of its files. One a test
+    left running (an assertion failed before its kill) is killed at the test's end (`no_server_left`)."""
+    alive: list = []
 
     def __init__(self, state, *extra, limit=None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process = subprocess.Popen(
             [sys.executable, "-m", "mockserver", "serve", "--port", str(self.port), "--state-file", str(state),
-             "--rate-limit", "1000000000/3600", *extra], cwd=ROOT, stdout=subprocess.DEVNULL,
+             "--rate-limit", "1000000000/3600", "--exit-with-parent", *extra], cwd=ROOT, stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE, preexec_fn=None if limit is None else lambda: _limit_files(limit))
+        Serve.alive.append(self)
         try:
             wait_for(f"{self.url}/_mock/health", timeout=60)
         except RuntimeError:
@@ -49,9 +52,12 @@ class Serve:
         self.http = httpx.Client(base_url=self.url, headers=ADMIN, timeout=30)
 
     def kill(self):
+        if self in Serve.alive:
+            Serve.alive.remove(self)
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(30)
         return self.process.stderr.read().decode()
+
 
     def health(self):
         return self.http.get("/_mock/health").json()
@@ -64,6 +70,13 @@ class Serve:
             if len(listed["results"]) < 100:
                 return found
             page += 1
+
+
+@pytest.fixture(autouse=True)
+def no_server_left():
+    yield
+    while Serve.alive:
+        Serve.alive[-1].kill()
 
 
 def _limit_files(limit):

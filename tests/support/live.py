@@ -15,7 +15,8 @@ class LiveServer:
     def __init__(self, *args):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        command = [sys.executable, "-m", "mockserver", "serve", "--port", str(self.port), *args]
+        # --exit-with-parent: a test run killed midway (a CI timeout) leaves no server behind
+        command = [sys.executable, "-m", "mockserver", "serve", "--port", str(self.port), "--exit-with-parent", *args]
         self.process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
         try:
