@@ -31,10 +31,12 @@ import orjson
 from mockserver.calls import credentials
 from mockserver.calls.log import OVERHEAD, Call, CallLog
 from mockserver.core.clock import iso
+from mockserver.core.matching import body_matches, headers_match
 from mockserver.document.validation import SECRET_FIELDS, SECRET_MARKER
 
 REDACTED = "**redacted**"
-FILTERS = ("method", "path", "operation", "status", "since", "scenario", "request_id")
+FILTERS = ("method", "path", "operation", "status", "since", "scenario", "request_id", "token", "headers", "body")
+NOT_KEPT = ("authorization", "cookie", "proxy-authorization")   # headers a filter cannot read: kept masked
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")     # a method filter: any case
 BODY_LIMIT = 64 * 1024          # bytes of a request or reply body kept whole
 SLICE = 128                     # a trim brings the journals' total 1/SLICE of the budget under it ...
@@ -429,7 +431,20 @@ def mismatches(call, filters):
             failed.append(name)
         elif name == "request_id" and call.request_id != wanted:
             failed.append(name)
+        elif name == "token" and call.token != wanted:
+            failed.append(name)
+        elif name in ("headers", "body") and not _holds(call, name, wanted):
+            failed.append(name)
     return failed
+
+
+def _holds(call, part, wanted):
+    """Whether the call's request headers or body, as a reader sees them (credentials replaced, so a filter is no
+    way to guess one), hold what the filter asks (core/matching.py)."""
+    _, headers, body = call.parts()
+    if part == "headers":
+        return headers_match({name.lower(): value for name, value in headers.items()}, wanted)
+    return isinstance(body, dict | list) and body_matches(body, wanted)
 
 
 def filter_problems(filters, operations):
@@ -457,7 +472,25 @@ def filter_problems(filters, operations):
                 parse_since(wanted)
             except ValueError:
                 out.append((name, f"{wanted!r} is neither a call id nor an ISO 8601 time"))
+        elif name == "token" and not isinstance(wanted, str):
+            out.append((name, "must be a string: a token's name or value"))
+        elif name == "headers":
+            out += _headers_problems(wanted)
+        elif name == "body" and (not isinstance(wanted, dict) or not wanted):
+            out.append((name, "must be an object of fields and the values they hold ({\"name\": \"web\"}; a "
+                              "dotted path such as settings.replicas for a field inside another)"))
     return out
+
+
+def _headers_problems(wanted):
+    if not isinstance(wanted, dict) or not wanted or not all(isinstance(v, str) for v in wanted.values()):
+        return [("headers", "must be an object of header names and globs of their values "
+                            "({\"content-type\": \"application/json*\"})")]
+    masked = sorted(name for name in wanted if name.lower() in NOT_KEPT)
+    if masked:
+        return [("headers", f"{', '.join(masked)} is kept masked, so no filter can read it: filter by token (a "
+                            f"token's name or value) instead")]
+    return []
 
 
 def _status_form(wanted):

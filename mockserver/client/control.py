@@ -56,6 +56,20 @@ def _given(**values):
     return {key: value for key, value in values.items() if value is not None}
 
 
+def _in_query(**filters):
+    """Filters for a query string: `headers={name: glob}` as `headers[name]=glob`, `body={path: value}` as
+    `body[path]=<value as JSON>` (so that "3" stays text and 3 a number)."""
+    out = {}
+    for key, value in _given(**filters).items():
+        if key == "headers" and isinstance(value, dict):
+            out.update({f"headers[{name}]": glob for name, glob in value.items()})
+        elif key == "body" and isinstance(value, dict):
+            out.update({f"body[{path}]": json.dumps(field) for path, field in value.items()})
+        else:
+            out[key] = value
+    return out
+
+
 class Client:
     """A handle on a running mock (its root) or on one sandbox of it (`in_sandbox`). Routes of a world (clock,
     journal, scenarios, snapshots saved and restored, tokens, state, deliveries) act on the handle's sandbox
@@ -174,11 +188,13 @@ class Client:
 
     # ---------------------------------------------------------------- the journal
     def calls(self, limit=None, **filters) -> list[replies.Call]:
-        """The matching calls, oldest first: all of them (page after page), or the newest `limit`."""
-        page = self._control("GET", "/calls", params=_given(limit=limit, **filters))
+        """The matching calls, oldest first: all of them (page after page), or the newest `limit`. The filters:
+        method, path, operation, status, since, scenario, request_id, token (a name or a value), headers
+        ({name: glob}) and body ({field or dotted path: value}, objects matching partially)."""
+        page = self._control("GET", "/calls", params=_in_query(limit=limit, **filters))
         found = page["results"]
         while limit is None and page.get("more"):
-            page = self._control("GET", "/calls", params=_given(after=page["next_after"], **filters))
+            page = self._control("GET", "/calls", params=_in_query(after=page["next_after"], **filters))
             found += page["results"]
         return found
 
@@ -190,7 +206,7 @@ class Client:
 
     def call_rows(self, **filters) -> replies.CallRowPage:
         """The inspector's rows of the journal (`text`, `before`, `since`, `limit` besides the call filters)."""
-        return self._control("GET", "/calls/rows", params=_given(**filters))
+        return self._control("GET", "/calls/rows", params=_in_query(**filters))
 
     def coverage(self) -> replies.Coverage:
         return self._control("GET", "/calls/coverage")
@@ -230,7 +246,7 @@ class Client:
     def export(self, format, **params) -> replies.ExportDocument:
         """The calls (filtered as `calls`) as a pact or a HAR document (a dict)."""
         return self._control("GET", "/calls/export", params={"format": format, **{k: str(v) for k, v in
-                                                                                  _given(**params).items()}})
+                                                                                  _in_query(**params).items()}})
 
     def export_pact(self, consumer="consumer", provider="idp-platform", spec=4, **filters) -> replies.ExportDocument:
         return self.export("pact", consumer=consumer, provider=provider, spec=spec, **filters)

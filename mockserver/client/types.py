@@ -216,6 +216,13 @@ class CallPage(TypedDict):
     next_after: NotRequired[int]
 
 
+class CallsElsewhere(TypedDict):
+    sandbox: str
+    count: int
+    calls: list[str]
+    made_by_call: bool
+
+
 class CallFilter(TypedDict):
     """The journal filters a reply applied, as they were sent"""
     method: NotRequired[str]
@@ -225,6 +232,9 @@ class CallFilter(TypedDict):
     since: NotRequired[str | int]
     scenario: NotRequired[str]
     request_id: NotRequired[str]
+    token: NotRequired[str]
+    headers: NotRequired[dict[str, str]]
+    body: NotRequired[dict[str, Any]]
 
 
 class VerifyBounds(TypedDict):
@@ -241,6 +251,7 @@ class VerifyResult(TypedDict):
     filters: CallFilter
     message: str
     matched: list[str]
+    elsewhere: NotRequired[list[CallsElsewhere]]
 
 
 class OperationCoverage(TypedDict):
@@ -532,6 +543,7 @@ class SandboxExpiry(TypedDict):
 class Sandbox(TypedDict):
     name: str
     source: str
+    made_by: NotRequired[Literal['control', 'call']]
     created_at: str
     last_used_at: str
     calls: int

@@ -21,11 +21,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from mockserver.calls.coverage import Retired, coverage, merged, tally, usage
-from mockserver.calls.journal import FILTERS, filter_problems, mismatches
+from mockserver.calls.journal import mismatches
 from mockserver.contract import provider
+from mockserver.control import filters as call_filters
 from mockserver.control import inspector
 from mockserver.core.clock import MAX_SECONDS, iso
-from mockserver.core.errors import ApiError, invalid
+from mockserver.core.errors import ApiError
 from mockserver.core.version import __version__
 from mockserver.document.spec import CONTROL_DOCUMENT
 from mockserver.edge import bodies, jsonbody
@@ -183,17 +184,10 @@ async def advance(request):
 
 
 # ------------------------------------------------------------ calls
-def filters(request, params):
-    """The journal filters of a query or body; unknown names and values no call could match (a status, method
-    or operation id the API does not have, an unreadable `since`) are a 400."""
-    out = {name: params.get(name) for name in FILTERS if params.get(name) not in (None, "")}
-    unknown = set(params) - set(FILTERS) - {"limit", *COUNTS}
-    if unknown:
-        raise ApiError(400, f"unknown filter(s) {', '.join(sorted(unknown))}; use {', '.join(FILTERS)}")
-    problems = filter_problems(out, server(request).spec.operations)
-    if problems:
-        raise invalid(problems)
-    return out
+def filters(request, params, accepted=()):
+    """The journal filters of a query or body (control/filters.py); unknown names and values no call could match
+    (a status, method or operation id the API does not have, an unreadable `since`, a token nobody has) are a 400."""
+    return call_filters.read(params, server(request).spec.operations, world(request), accepted)
 
 
 PAGE = 500                                  # calls in one reply of GET /_mock/calls without a limit
@@ -205,9 +199,9 @@ async def calls(request):
     previous page gave as `next_after`); with it, the newest `limit`. Either way the results stop at PAGE_BYTES."""
     rt = world(request)
     journal = rt.journal
-    params = dict(request.query_params)
-    after, limit = whole(params.pop("after", None), "after"), whole(params.get("limit"), "limit")
-    wanted = filters(request, params)
+    params = call_filters.from_query(request.query_params)
+    after, limit = whole(params.pop("after", None), "after"), whole(params.pop("limit", None), "limit")
+    wanted = filters(request, params, ("limit", "after"))
     if limit is None:
         found, total = journal.page(wanted, after, PAGE)
     else:
@@ -240,11 +234,11 @@ def whole(text, name):
 
 async def export_calls(request):
     """The calls matching the filters as a pact or a HAR log (contract/provider.py)."""
-    params = dict(request.query_params)
+    params = call_filters.from_query(request.query_params)
     chosen = {name: params.pop(name) for name in provider.OPTIONS if name in params}
-    wanted = filters(request, params)
+    limit = params.pop("limit", None)
+    wanted = filters(request, params, ("limit", *provider.OPTIONS))
     box, journal = sandbox(request), world(request).journal
-    limit = params.get("limit")
     if limit is not None and not limit.isdigit():
         raise ApiError(400, "query.limit: must be a whole number")
     found = journal.select(wanted) if limit is None else journal.latest(wanted, int(limit))
@@ -337,19 +331,25 @@ async def verify(request):
     body = await json_body(request)
     if "limit" in body:                         # a filter of /_mock/calls, not of a count
         raise ApiError(400, "body.limit: verify counts every matching call; use count, at_least or at_most")
-    wanted, expect = filters(request, body), expectation(body)
+    wanted, expect = filters(request, body, COUNTS), expectation(body)
     journal = world(request).journal
     found = journal.select(wanted)
     actual = len(found)
     ok = (expect.get("count", actual) == actual and actual >= expect.get("at_least", 0)
           and actual <= expect.get("at_most", actual))
-    described = ", ".join(f"{k}={v}" for k, v in wanted.items()) or "any call"
+    described = ", ".join(f"{k}={v if isinstance(v, str) else orjson.dumps(v).decode()}"
+                          for k, v in wanted.items()) or "any call"
     wanted_text = " and ".join(f"{k.replace('_', ' ')} {v}" for k, v in expect.items())
     message = f"expected {wanted_text} call(s) matching {described}; found {actual}"
+    elsewhere = []
     if not ok:
         message = explain(journal, found, wanted, message)
+        if actual < expect.get("count", expect.get("at_least", 0)):     # too few here: did they go elsewhere?
+            elsewhere = call_filters.elsewhere(server(request).sandboxes, sandbox(request).name, wanted)
+            message = "\n".join([message, *call_filters.said(elsewhere, DEFAULT)])
     return reply({"ok": ok, "expected": expect, "actual": actual, "filters": wanted, "message": message,
-                  "matched": [journal.summary(call) for call in found[-50:]]})
+                  "matched": [journal.summary(call) for call in found[-50:]],
+                  **({"elsewhere": elsewhere} if elsewhere else {})})
 
 
 # ------------------------------------------------------------ scenarios

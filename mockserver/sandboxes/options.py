@@ -16,6 +16,7 @@ after `calls` API calls. A world built or copied from a snapshot is frozen again
 to; a copy of the start world goes back to the start world with its patch applied again.
 """
 
+import difflib
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -66,7 +67,13 @@ def check(options):
     if not isinstance(options, dict):
         raise ApiError(400, "body: sandbox options must be a JSON object")
     problems = [f"body{''.join(f'.{p}' for p in e.absolute_path)}: {_short(e.message)}"
-                for e in _CHECK.iter_errors(options)]
+                for e in _CHECK.iter_errors(options) if not (e.validator == "additionalProperties" and not e.path)]
+    known = list(SCHEMA["properties"])
+    for name in sorted(set(options) - set(known)):
+        near = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
+        problems.append(f"body.{name[:60]}: not a sandbox option" + (f" (did you mean {' or '.join(near)}?)"
+                                                                     if near else "")
+                        + f"; the options are {', '.join(known)}")
     if "snapshot" in options and ({"fixtures", "seed", "start"} & set(options)):
         problems.append("body.snapshot: a snapshot already holds its fixtures, seed and time; "
                         "do not combine it with fixtures, seed or start")

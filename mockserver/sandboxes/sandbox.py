@@ -64,7 +64,7 @@ class Sandbox:
     shows of a sleeping sandbox was noted when it fell asleep."""
 
     __slots__ = ("name", "_rt", "origin", "source", "created_at", "last_used", "calls", "inflight", "shared",
-                 "_sleeping", "_clock", "_noted", "expires", "born", "patch")
+                 "_sleeping", "_clock", "_noted", "expires", "born", "patch", "made_by")
 
     def __init__(self, name, rt, origin, source, now, shared=None):
         self.name = name
@@ -82,6 +82,7 @@ class Sandbox:
         self._noted = None                      # what describe() shows of it meanwhile
         self.expires = None                     # {"seconds": on its clock, "calls": API calls}: when it ends
         self.born = 0.0                         # when it was made, on its own clock
+        self.made_by = "control"                # or "call": an API call to a name nobody made (Sandboxes.get)
 
     @property
     def rt(self):
@@ -145,7 +146,8 @@ class Sandbox:
         rt = self._rt
         counts = rt.store.count()
         return {**({"expires": self.expires} if self.expires else {}),
-                "name": self.name, "source": self.source, "created_at": _iso(self.created_at),
+                "name": self.name, "source": self.source, "made_by": getattr(self, "made_by", "control"),
+                "created_at": _iso(self.created_at),
                 "last_used_at": _iso(self.last_used), "calls": self.calls,
                 "resources": sum(counts.values()), "journal_entries": len(rt.journal.entries),
                 "active_deployments": len(rt.lifecycle.active), "scenarios": sorted(rt.scenarios.active),
@@ -172,6 +174,7 @@ class Sandboxes:
             box = None
         if box is None:
             box = self.create(name)
+            box.made_by = "call"                # a misspelled name in a client's URL makes one too
         box.last_used = self.wall()
         return box
 

@@ -22,6 +22,7 @@ import fnmatch
 import random
 
 from mockserver.core.clock import iso
+from mockserver.core.matching import body_matches, headers_match
 from mockserver.world.strictness import moment, service_matches
 
 BEFORE_AUTH, AFTER_VALIDATION, AFTER_HANDLER = "before_auth", "after_validation", "after_handler"
@@ -94,12 +95,10 @@ class Rule:
             return False
         if "token" in m and (token is None or m["token"] not in (token.name, token.value)):
             return False
-        for name, wanted in m.get("headers", {}).items():
-            if not fnmatch.fnmatchcase(headers.get(name.lower(), ""), wanted):
-                return False
-        for dotted, wanted in m.get("body", {}).items():
-            if dig(body, dotted) != wanted:
-                return False
+        if "headers" in m and not headers_match(headers, m["headers"]):
+            return False
+        if "body" in m and not body_matches(body, m["body"]):
+            return False
         return "service" not in m or service_matches(m["service"], target() if target else None)
 
     def _in_window(self, now):
@@ -143,14 +142,3 @@ class Rule:
             out["expired"] = self.expired(now if now is not None else float("-inf"))
         return out
 
-
-def dig(body, dotted):
-    value = body
-    for part in dotted.split("."):
-        if isinstance(value, dict) and part in value:
-            value = value[part]
-        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
-        else:
-            return None
-    return value

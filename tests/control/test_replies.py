@@ -188,6 +188,10 @@ def drive_world(call, receiver):
     call("POST", f"{box}/_mock/calls/verify", 200, json={"method": "GET", "since": "1", "at_least": 50, "at_most": 60,
                                                         "path": "/organization", "scenario": "flaky/*",
                                                         "request_id": "nope"})
+    call.api("POST", f"/organization/{ORG}/project", 201, json={"name": "sent-to-the-root"})     # the wrong base URL
+    call("POST", f"{box}/_mock/calls/verify", 200, json={"operation": "createProject", "token": "mock-admin-token",
+                                                        "headers": {"Content-Type": "application/json*"},
+                                                        "body": {"name": "sent-to-the-root"}})
     call("GET", f"{box}/_mock/calls/coverage", 200)
     call("GET", f"{box}/_mock/usage", 200)
     call("GET", f"{box}/_mock/deployments", 200)

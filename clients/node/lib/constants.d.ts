@@ -1,5 +1,5 @@
 // Written by `python -m mockserver.client.generate` from the control document's x-constants: do not edit.
-// control.yaml sha256 b3a148bf8537c38100d645bdd0f1e6e5f0b83cc30b7c87be0b6d14f2d932e059
+// control.yaml sha256 2ffca00dae227e563cf490d89b142b95b088b88c98175574d885c8d0f0fa7ce3
 export const VERSION: string;
 export const DEFAULT_TOKENS: Readonly<{ admin: string; read: string; write: string; deploy: string }>;
 export const DEFAULT_TOKEN_NAMES: Readonly<Record<string, string>>;

@@ -1,5 +1,5 @@
 // Written by `python -m mockserver.client.generate` from the control document's x-constants: do not edit.
-// control.yaml sha256 b3a148bf8537c38100d645bdd0f1e6e5f0b83cc30b7c87be0b6d14f2d932e059
+// control.yaml sha256 2ffca00dae227e563cf490d89b142b95b088b88c98175574d885c8d0f0fa7ce3
 export const VERSION = '0.1.0';
 export const DEFAULT_TOKENS = Object.freeze({ admin: 'mock-admin-token', read: 'mock-read-token', write: 'mock-write-token', deploy: 'mock-deploy-token' });
 export const DEFAULT_TOKEN_NAMES = Object.freeze({ admin: 'admin', read: 'read', write: 'write', deploy: 'deploy', reader: 'read', writer: 'write', deployer: 'deploy' });

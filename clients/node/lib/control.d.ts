@@ -873,6 +873,15 @@ export interface components {
             message: string;
             /** @description the newest 50 matches, one line each */
             matched: string[];
+            /** @description when too few calls matched here: other sandboxes (awake ones, the default one included) that got matching calls, the most first, at most 5 */
+            elsewhere?: {
+                sandbox: string;
+                count: number;
+                /** @description the newest 3, one line each */
+                calls: string[];
+                /** @description that sandbox was made by an API call, not by the control API: a misspelled name? */
+                made_by_call: boolean;
+            }[];
         };
         /** @description The journal filters a reply applied, as they were sent */
         CallFilter: {
@@ -883,6 +892,16 @@ export interface components {
             since?: string | number;
             scenario?: string;
             request_id?: string;
+            /** @description by name, whether it was given by name or by value */
+            token?: string;
+            /** @description names in lower case */
+            headers?: {
+                [key: string]: string;
+            };
+            /** @description fields (dotted paths) and the values they hold */
+            body?: {
+                [key: string]: unknown;
+            };
         };
         Coverage: {
             /** @description operations in the API document */
@@ -1255,6 +1274,11 @@ export interface components {
             name: string;
             /** @description what it was made from: fixtures, options, or snapshot <name> */
             source: string;
+            /**
+             * @description control: made by the control API (or at start); call: made by an API call to a name nobody had made (a misspelled sandbox name in a client's URL makes one)
+             * @enum {string}
+             */
+            made_by?: "control" | "call";
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -1598,6 +1622,19 @@ export interface operations {
                 scenario?: string;
                 /** @description X-Request-Id of the call (sent or generated) */
                 request_id?: string;
+                /**
+                 * @description the token the call was authenticated with, by name or value
+                 * @example deployer
+                 */
+                token?: string;
+                /** @description headers[NAME]=GLOB, one parameter per header: the request held each (Authorization and Cookie are kept masked: use token) */
+                headers?: {
+                    [key: string]: string;
+                };
+                /** @description body[PATH]=VALUE, one parameter per field (a dotted PATH such as settings.replicas): the request body held each; VALUE read as JSON when it is JSON (2, true, "2"), else as text */
+                body?: {
+                    [key: string]: string;
+                };
                 /** @description only the last N matches */
                 limit?: number;
                 /** @description the page after this call id (the previous page's next_after) */
@@ -1663,6 +1700,14 @@ export interface operations {
                     since?: string;
                     scenario?: string;
                     request_id?: string;
+                    /** @description the token the call was authenticated with, by name or value */
+                    token?: string;
+                    /** @description header names and globs of their values (names in any case; a header not sent matches no glob) */
+                    headers?: {
+                        [key: string]: string;
+                    };
+                    /** @description fields of the request body and the values they hold: keys may be dotted paths (settings.replicas, ports.0.port); an object matches partially; other values must be equal */
+                    body?: Record<string, never>;
                     count?: number;
                     /** @description another name of count (the Python client's verify(times=...)); not with count (400) */
                     times?: number;
@@ -1749,6 +1794,16 @@ export interface operations {
                 since?: string;
                 scenario?: string;
                 request_id?: string;
+                /** @description by name or value */
+                token?: string;
+                /** @description headers[NAME]=GLOB */
+                headers?: {
+                    [key: string]: string;
+                };
+                /** @description body[PATH]=VALUE */
+                body?: {
+                    [key: string]: string;
+                };
                 /** @description only the last N matches */
                 limit?: number;
             };
