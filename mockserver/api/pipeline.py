@@ -24,10 +24,12 @@ from mockserver.core.paths import without_api_prefix
 from mockserver.edge import bodies, faults, jsonbody, requestid
 from mockserver.edge.cors import SCOPE_KEY
 from mockserver.process.direct import Reply
+from mockserver.world import scripted
 from mockserver.world.auth import Token, authenticate, authorize
 from mockserver.world.replies import CACHED
 from mockserver.world.rules import AFTER_HANDLER, AFTER_VALIDATION, BEFORE_AUTH
 from mockserver.world.runtime import Context
+from mockserver.world.scripted import Scripted
 
 log = logging.getLogger("mockserver")
 JSON = [(b"content-type", b"application/json")]
@@ -187,6 +189,8 @@ class Pipeline:
         status = call.operation.status
         if type(result) is bytes:
             return status, result
+        if type(result) is Scripted:            # a reply a scenario rule made (world/scripted.py)
+            return result.status, result.payload
         payload = b"" if status == 204 else orjson.dumps(result)
         if call.cache_key is not None:
             rt.replies.put(*call.cache_key, payload)
@@ -237,6 +241,8 @@ class Pipeline:
         if scenarios:                           # a rule may change the world: what it cached no longer holds
             rt.generation += 1
         effects = await _scenario_step(rt, call, params, now, BEFORE_AUTH) if scenarios else {}
+        if effects and scripted.replaces(effects):
+            return self.scripted(rt, call, params, effects, now)
         call.token = authenticate(call.authorization, rt.tokens, now, self.settings.jwt_secret,
                                   rt.default_org, rt.store.organizations.rows)
         call.spent = rt.limiter.spend(call.token, now)
@@ -255,6 +261,8 @@ class Pipeline:
         if scenarios:
             if call.rule is None:
                 effects = await _scenario_step(rt, call, params, now, AFTER_VALIDATION)
+            if effects and scripted.replaces(effects):      # the rule's reply: the handler does not run
+                return self.scripted(rt, call, params, effects, now)
         elif operation.operation_id in self.cached and call.method == "GET":
             call.cache_key = (call.path, scope["query_string"], call.token.organization), (rt.generation, self.epoch)
             cached = rt.replies.get(*call.cache_key)
@@ -270,8 +278,19 @@ class Pipeline:
         else:                                   # logged and durable first, then made (sandboxes/changelog.py)
             result = await self.changed(call, now, effects, lambda key=None: made(rt, key, handler, ctx))
         if scenarios and call.rule is None:     # commit, then fail: the change stands, the rule replaces the reply
-            await _scenario_step(rt, call, params, now, AFTER_HANDLER)
+            after = await _scenario_step(rt, call, params, now, AFTER_HANDLER)
+            if after and scripted.replaces(after):
+                return self.scripted(rt, call, params, after, now, result)
         return result
+
+    def scripted(self, rt, call, params, effects, now, result=None):
+        """The reply a rule scripts (world/scripted.py); an injected 429 or 503 with a body of the rule's own
+        carries Retry-After (and a 429 the rate-limit headers) all the same."""
+        made = scripted.reply(self.spec, rt, call, params, effects, result)
+        if made.status in (429, 503):           # as `refused` does: a 429's own headers replace the spend's
+            injected = header_pairs(_injected_headers(rt, effects, call.token, now))
+            call.spent = injected if made.status == 429 else call.spent + injected
+        return made
 
     def trace(self, tracer):
         """Tracing on (edge/tracing.py): each call in a server span continuing the caller's trace, its validation,
@@ -386,7 +405,7 @@ async def _apply(rt, effects, token, now):
         rt.limiter.spend(token, now)
     if effects.get("drop"):
         raise Dropped()
-    if "status" in effects:
+    if "status" in effects and not scripted.replaces(effects):    # an error body of the spec's: ends the call
         raise ApiError(effects["status"], effects["message"], headers=_injected_headers(rt, effects, token, now))
 
 

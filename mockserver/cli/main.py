@@ -19,7 +19,7 @@ import time
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 
-from mockserver.core.settings import MIN_HEADER_SIZE, ParitySettings, Settings, parse_rate, parse_size
+from mockserver.core.settings import MIN_HEADER_SIZE, ParitySettings, Settings, parse_rate, parse_size, scenario_paths
 from mockserver.core.version import __version__
 from mockserver.edge import cors
 from mockserver.edge.accesslog import FORMATS
@@ -81,16 +81,6 @@ def flag(text):
 def origins(text):
     cors.parse(text)
     return text
-
-
-def scenario_paths(text):
-    """A scenario file, a folder of them, or several separated by ':'."""
-    out = []
-    for part in str(text).split(":"):
-        if part:
-            path = Path(part)
-            out += sorted(path.glob("*.y*ml")) if path.is_dir() else [path]
-    return out
 
 
 def globs(text):

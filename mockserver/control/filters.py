@@ -78,21 +78,24 @@ def token_name(rt, wanted):
                              f"{', '.join(names)})")])
 
 
-def elsewhere(sandboxes, here, wanted):
-    """Other sandboxes (awake ones: a sleeping one has had no call for a while) that got calls matching the filters,
-    as [{sandbox, count, calls, made_by_call}], the most first: what a verify that found too few says, since a
-    client sent to the mock's root or to a misspelled sandbox name makes its calls there. `since` (a call id or a
+def elsewhere(sandboxes, here, wanted, default):
+    """The sandboxes a client's calls go to by mistake that got calls matching the filters: the default one (a
+    client sent to the mock's root) and those an API call made (a misspelled sandbox name), awake ones (a sleeping
+    one has had no call for a while); as [{sandbox, count, calls, made_by_call}], the most first: what a verify
+    that found too few says. Sandboxes a harness made are not looked at: in a parallel suite, other tests make the
+    same calls in theirs. `since` (a call id or a
     time of this sandbox's clock) means nothing in another sandbox and is left out there."""
     wanted = {name: value for name, value in wanted.items() if name != "since"}
     found = []
     for box in list(sandboxes):
-        if box.name == here or box.asleep:
+        by_call = getattr(box, "made_by", "control") == "call"
+        if box.name == here or box.asleep or not (box.name == default or by_call):
             continue
         matching = box.rt.journal.select(wanted)
         if matching:
             found.append({"sandbox": box.name, "count": len(matching),
                           "calls": [box.rt.journal.summary(call) for call in matching[-3:]],
-                          "made_by_call": getattr(box, "made_by", "control") == "call"})
+                          "made_by_call": by_call})
     found.sort(key=lambda item: -item["count"])
     return found[:ELSEWHERE]
 
@@ -105,10 +108,8 @@ def said(found, default):
         if where == default:
             why = ("the mock's root, with no /sandbox/NAME in the URL and no X-Mock-Sandbox header: is the client's "
                    "base URL the sandbox's?")
-        elif item["made_by_call"]:
-            why = "a sandbox that first call made, since nobody had: a misspelled sandbox name?"
         else:
-            why = "another sandbox"
+            why = "a sandbox that first call made, since nobody had: a misspelled sandbox name?"
         lines.append(f"  elsewhere: {item['count']} matching call(s) went to sandbox {where} ({why})")
         lines += [f"    {summary}" for summary in item["calls"]]
     return lines

@@ -345,7 +345,7 @@ async def verify(request):
     if not ok:
         message = explain(journal, found, wanted, message)
         if actual < expect.get("count", expect.get("at_least", 0)):     # too few here: did they go elsewhere?
-            elsewhere = call_filters.elsewhere(server(request).sandboxes, sandbox(request).name, wanted)
+            elsewhere = call_filters.elsewhere(server(request).sandboxes, sandbox(request).name, wanted, DEFAULT)
             message = "\n".join([message, *call_filters.said(elsewhere, DEFAULT)])
     return reply({"ok": ok, "expected": expect, "actual": actual, "filters": wanted, "message": message,
                   "matched": [journal.summary(call) for call in found[-50:]],

@@ -101,6 +101,16 @@ _RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
+def scenario_paths(text):
+    """A scenario file, a folder of them, or several separated by ':' (--scenario, MOCKSERVER_SCENARIOS)."""
+    out = []
+    for part in str(text).split(":"):
+        if part:
+            path = Path(part)
+            out += sorted(path.glob("*.y*ml")) if path.is_dir() else [path]
+    return out
+
+
 def parse_rate(text):
     """'1000/3600', '5/10s', '100/1m', '1000/1h' -> (limit, window seconds)."""
     match = _RATE.match(str(text))

@@ -16,7 +16,7 @@ import itertools
 import json
 from typing import NamedTuple
 
-from mockserver.world.rules import AFTER_VALIDATION, PHASES
+from mockserver.world.phases import AFTER_VALIDATION, PHASES, phase_of
 from mockserver.world.strictness import SAMPLE_ID
 
 READS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -71,8 +71,8 @@ def reachable(match, spec, reach):
     of), cached in `reach` by those three."""
     key = (match.get("operation"), match.get("method"), match.get("path"))
     if key not in reach:
-        could = frozenset(op_id for op_id, op in spec.operations.items() if _selects(match, op, whole=False))
-        reach[key] = could, frozenset(op_id for op_id in could if _selects(match, spec.operations[op_id], whole=True))
+        could = frozenset(op_id for op_id, op in spec.operations.items() if selects(match, op, whole=False))
+        reach[key] = could, frozenset(op_id for op_id in could if selects(match, spec.operations[op_id], whole=True))
     return reach[key]
 
 
@@ -116,11 +116,11 @@ def _part(raw, key):
 
 
 def _rank(raw):
-    phase = raw.get("phase", AFTER_VALIDATION)
+    phase = phase_of(raw) if isinstance(raw, dict) else AFTER_VALIDATION
     return PHASES.index(phase) if phase in PHASES else len(PHASES)
 
 
-def _selects(match, op, whole):
+def selects(match, op, whole):
     """Whether a match's operation, method and path select calls of `op`: some of them, or (`whole`) all."""
     if "operation" in match and match["operation"] != op.operation_id:
         return False

@@ -23,10 +23,10 @@ import random
 
 from mockserver.core.clock import iso
 from mockserver.core.matching import body_matches, headers_match
+from mockserver.world.phases import AFTER_HANDLER, AFTER_VALIDATION, BEFORE_AUTH, PHASES, phase_of
 from mockserver.world.strictness import moment, service_matches
 
-BEFORE_AUTH, AFTER_VALIDATION, AFTER_HANDLER = "before_auth", "after_validation", "after_handler"
-PHASES = (BEFORE_AUTH, AFTER_VALIDATION, AFTER_HANDLER)     # in the order a call meets them
+__all__ = ["AFTER_HANDLER", "AFTER_VALIDATION", "BEFORE_AUTH", "PHASES", "Fired", "Rule", "phase_of"]
 
 
 class Fired:
@@ -47,7 +47,7 @@ class Rule:
         self.match = raw.get("match", {})
         self.effect = raw["effect"]
         self.window = raw.get("window")
-        self.phase = raw.get("phase", AFTER_VALIDATION)
+        self.phase = phase_of(raw)
         self.times = raw.get("times")
         self.until = moment(raw["until"]) if "until" in raw else None
         self.count = 0

@@ -22,6 +22,7 @@ no bytes, integers of 64 bits) of at most ECHO_BYTES.
 """
 
 import asyncio
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ import yaml
 from mockserver.core import yamlbound
 from mockserver.core.errors import StartupError
 from mockserver.core.kinds import SERVICE_TYPES
-from mockserver.world import overlap, strictness
+from mockserver.world import overlap, scripted, strictness
 from mockserver.world.findings import Found, Locator, schema_problems
 from mockserver.world.lifecycle import ERROR_STATES, PLANS
 from mockserver.world.rules import AFTER_VALIDATION, PHASES, Fired, Rule
@@ -100,8 +101,19 @@ FILE_SCHEMA = {
                                "seconds": {"type": "number", "exclusiveMinimum": 0},
                                "calls": {"type": "integer", "minimum": 1}}},
                 "effect": {"type": "object", "additionalProperties": False, "minProperties": 1, "properties": {
-                    "status": {"type": "integer", "minimum": 400, "maximum": 599},
+                    "status": {"type": "integer", "minimum": 200, "maximum": 599,
+                               "description": "the reply's status: an error (400 to 599: the spec's error body, "
+                                              "or `body`), or one under 400 the document lists for the operation "
+                                              "(with `body`, or none where the document has none)"},
                     "message": {"type": "string"},
+                    "body": {"description": "the reply's body instead of the handler's (nothing is changed): "
+                                            "checked against the operation's response schema when the scenario "
+                                            "loads; strings may hold {{path.NAME}}, {{query.NAME}}, "
+                                            "{{body.PATH}}, {{request_id}}, {{now}}, {{uuid}}"},
+                    "patch": {"type": "object",
+                              "description": "a JSON merge patch of the handler's reply (the change is made; "
+                                             "null removes a field): tried after the handler; checked against "
+                                             "the response schema when the scenario loads"},
                     "retry_after": {"type": "integer", "minimum": 0, "maximum": 86400,
                                     "description": "seconds the reply's Retry-After asks the client to wait (a 429 "
                                                    "or 503 without it carries 1)"},
@@ -228,8 +240,8 @@ class Scenarios:
                                           "scenario filter could not tell them apart"))
             elif isinstance(name, str):
                 named[name] = index
-            for path, problem, fatal in _strict(rule, self.spec, self.known):
-                found = where.found(("rules", index, *path), f"rules.{index}.{'.'.join(path)}: {problem}")
+            for path, problem, fatal in _strict(rule, self.spec, self.known, self._selects):
+                found = where.found(("rules", index, *path), f"rules.{index}.{'.'.join(map(str, path))}: {problem}")
                 (errors if fatal else warnings).append(found)
         if errors:
             return                              # a rule that does not load says nothing of the others' reach
@@ -243,6 +255,10 @@ class Scenarios:
                    for i, rule in enumerate(rules)]
         for later, earlier in overlap.shadowed(entries, self.spec, reach):
             warnings.append(where.found(("rules", later.place), f"rules.{later.place}: {shadow_text(later, earlier)}"))
+
+    @staticmethod
+    def _selects(match, op):
+        return overlap.selects(match, op, whole=False)
 
     def rules(self):
         """Every rule of the active scenarios, in the order they are tried within a phase (each has `name`,
@@ -319,9 +335,11 @@ def shadow_text(later, earlier):
             "and no count, window, times or until)")
 
 
-def _strict(rule, spec, known):
-    """strictness.problems of a rule; a part of the wrong shape, which the schema has named, says no more."""
-    found = strictness.problems(rule, spec, known)
+def _strict(rule, spec, known, selects):
+    """strictness.problems of a rule and those of a reply it scripts (scripted.py); a part of the wrong shape,
+    which the schema has named, says no more."""
+    found = itertools.chain(strictness.problems(rule, spec, known),
+                            ((where, problem, True) for where, problem in scripted.problems(rule, spec, selects)))
     while True:
         try:
             yield next(found)

@@ -18,6 +18,7 @@ from mockserver.core.clock import EARLIEST, LAST_START
 from mockserver.core.kinds import SERVICE_KINDS
 from mockserver.document.validation import UUID
 from mockserver.world.findings import NEAR
+from mockserver.world.phases import phase_of
 
 SAMPLE_ID = "00000000-0000-4000-8000-000000000000"
 GLOB_CHARS = set("*?[")
@@ -33,6 +34,11 @@ EXCLUSIVE = [
     (("effect", "deployment"), ("fail_at", "stall"), "a deployment either fails at a step or stalls in one"),
     (("effect", "deployment"), ("state", "stall"), "a stalled deployment never reaches a failure state"),
     (("effect", "dribble"), ("chunks", "chunk_bytes"), "give the number of chunks or their size, not both"),
+    (("effect",), ("body", "patch"), "a reply is given whole (body) or as a patch of the handler's, not both"),
+    (("effect",), ("drop", "body"), "a dropped connection sends no body"),
+    (("effect",), ("drop", "patch"), "a dropped connection sends no body"),
+    (("effect",), ("malformed_body", "body"), "a malformed body replaces the body: give one of them"),
+    (("effect",), ("malformed_body", "patch"), "a malformed body replaces the body: give one of them"),
 ]
 # what a match condition must be for this module to judge it (the schema names one of another type)
 SHAPES: dict[str, type] = {"operation": str, "path": str, "token": str, "service": dict}
@@ -114,7 +120,7 @@ def problems(rule, spec, known):
         except ValueError:
             yield where, f"{value!r} is not an ISO 8601 time or Unix seconds within 1970-01-01 .. 9999-01-01 (UTC)", \
                 True
-    for where, why in PHASE_LIMITS.get(rule.get("phase"), ()):
+    for where, why in PHASE_LIMITS.get(phase_of(rule), ()):
         if _part(rule, where[0]).get(where[1]) not in (None, False):
             yield where, why, True
 

@@ -149,3 +149,12 @@ def test_a_misspelled_sandbox_option_is_named_with_the_nearest_and_every_option(
     assert "body.rate_limt: not a sandbox option (did you mean rate_limit?)" in body["message"]
     assert all(name in body["message"] for name in ("clock", "seed", "fixtures", "expires", "poll_progress"))
     assert client.get("/_mock/sandboxes").json()["results"][-1]["name"] != "x"      # nothing was made
+
+
+def test_a_verify_does_not_name_sandboxes_other_tests_made(client):
+    """In a parallel suite other tests make the same calls in their own sandboxes: not where this one's went."""
+    for name in ("mine", "other-test"):
+        assert client.put(f"/_mock/sandboxes/{name}", json={}).status_code == 201
+    assert client.post(f"/sandbox/other-test{PROJECTS}", json={"name": "same"}).status_code == 201
+    result = client.post("/sandbox/mine/_mock/calls/verify", json={"body": {"name": "same"}}).json()
+    assert not result["ok"] and "elsewhere" not in result and "elsewhere" not in result["message"]
