@@ -28,40 +28,59 @@ What the suite never used: at the end of the session the plugin asks the mock wh
 the tests' sandboxes never fired in any of them (GET /_mock/usage?scope=mock with the sandboxes' prefix; xdist
 workers' answers are put together) and lists them in the terminal summary; `--mockserver-unused-rules fail`
 also fails the session, `off` does not ask.
+
+A test's own sandbox options: `@pytest.mark.sandbox(rate_limit="5/10s", seed=7, fixtures="...")` (any option of
+PUT /_mock/sandboxes/{name}; `keep` is the plugin's), and `make_sandbox(**options)` for more sandboxes in one test,
+each named after the test and deleted with it.
+
+When a test fails, what its sandboxes saw is kept: each journal is written whole as JSON to
+`--mockserver-journal-dir` (env MOCKSERVER_JOURNAL_DIR, default `mockserver-journals`), named after the test, and
+its last calls are shown with the failure. `--mockserver-keep-sandbox on-failure` (or `always`; env
+MOCKSERVER_KEEP_SANDBOX; a test's marker `keep=`) leaves the sandbox on the mock for a look in the inspector.
 """
 
 import hashlib
+import json
 import os
 import re
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import pytest
 
 from mockserver.client import Client, MockServerError, PactRefused, connect, free_port, start_container, start_local
 from mockserver.client.constants import JOURNAL_BODY_LIMIT  # bytes of a body a test's sandbox keeps whole
+from mockserver.core.settings import parse_rate, scenario_paths
 
 STARTS = ("inprocess", "local", "container")
 UNUSED_RULES = ("warn", "fail", "off")
+KEEP = ("never", "on-failure", "always")
+SHOWN_CALLS = 20                                # the last calls a failing test's report shows, one line each
 FIRED = pytest.StashKey[dict]()                 # scenario rule -> times fired, over the session's sandboxes
+HANDLES = pytest.StashKey[list]()               # a test's sandbox handles, in the order made
+FAILED = pytest.StashKey[bool]()                # the test failed (its setup or its call)
+KEPT = pytest.StashKey[list]()                  # sandboxes kept on the mock this session: (test, name, page)
+# what the in-process mock takes from the environment, as `mockserver serve` does (a local or container mock takes
+# every MOCKSERVER_* variable: docs/clients/python.md)
+IN_PROCESS_ENVIRONMENT = {"MOCKSERVER_SCENARIOS": ("scenarios", scenario_paths),
+                          "MOCKSERVER_FIXTURES": ("fixtures", Path), "MOCKSERVER_SEED": ("seed", int),
+                          "MOCKSERVER_RATE_LIMIT": ("rate_limit", parse_rate)}
 
 
 class _InProcess:
     """The mock served by uvicorn in a daemon thread, with `serve`'s protocol (its limits, its direct path, and the
     connection that network faults cut: process/connections.py)."""
 
-    def __init__(self, clock="manual", fixtures=None, scenarios=()):
+    def __init__(self, clock="manual", environ=None):
         import uvicorn
 
         from mockserver.app import MockServer
         from mockserver.core.settings import Settings
         from mockserver.process.connections import Limits, protocol
 
-        settings = Settings(clock=clock, scenarios=list(scenarios))
-        if fixtures:
-            settings.fixtures = fixtures
-        self.app = MockServer(settings)
+        self.app = MockServer(Settings(clock=clock, **in_process_settings(os.environ if environ is None else environ)))
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=port, log_level="warning",
@@ -78,6 +97,25 @@ class _InProcess:
     def stop(self):
         self.server.should_exit = True
         self.thread.join(timeout=10)
+
+
+def in_process_settings(environ):
+    """The Settings the in-process mock takes from the environment (IN_PROCESS_ENVIRONMENT); a value that does not
+    read is a UsageError naming the variable."""
+    out = {}
+    for name, (field, read) in IN_PROCESS_ENVIRONMENT.items():
+        if environ.get(name):
+            try:
+                out[field] = read(environ[name])
+            except ValueError as error:
+                raise pytest.UsageError(f"mockserver: {name}={environ[name]!r}: {error}") from None
+    return out
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "sandbox(**options): the options of this test's sandbox (any option of "
+                                       "PUT /_mock/sandboxes/{name}: rate_limit, seed, fixtures, scenarios, clock ...; "
+                                       "keep: never, on-failure or always)")
 
 
 def pytest_addoption(parser):
@@ -106,6 +144,12 @@ def pytest_addoption(parser):
     group.addoption("--mockserver-pact-provider", default="idp-platform", help="the pact's provider name")
     group.addoption("--mockserver-sandbox-prefix", default=os.environ.get("MOCKSERVER_SANDBOX_PREFIX", ""),
                     help="prefix of the tests' sandbox names, e.g. a CI job id (env MOCKSERVER_SANDBOX_PREFIX)")
+    group.addoption("--mockserver-journal-dir", default=os.environ.get("MOCKSERVER_JOURNAL_DIR", "mockserver-journals"),
+                    help="where a failing test's sandbox journals are written, one JSON file each, named after the "
+                         "test (env MOCKSERVER_JOURNAL_DIR; default mockserver-journals, made when a test fails)")
+    group.addoption("--mockserver-keep-sandbox", default=os.environ.get("MOCKSERVER_KEEP_SANDBOX", "never"),
+                    choices=KEEP, help="leave a test's sandboxes on the mock after it: never (the default), "
+                                       "on-failure or always (env MOCKSERVER_KEEP_SANDBOX)")
     group.addoption("--mockserver-unused-rules", default=os.environ.get("MOCKSERVER_UNUSED_RULES", "warn"),
                     choices=UNUSED_RULES, help="scenario rules no test made fire, at the end of the session: warn "
                                                "(list them in the summary; the default), fail (and fail the session), "
@@ -172,6 +216,7 @@ def unused_rules(config):
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error):
     """An xdist worker is done: the rules its sandboxes loaded and fired join the controller's."""
+    node.config.stash.setdefault(KEPT, []).extend(getattr(node, "workeroutput", {}).get("mockserver_kept", []))
     fired = getattr(node, "workeroutput", {}).get("mockserver_fired")
     if fired is not None:
         _note_fired(node.config, {"rules": {"results": [{"rule": k, "fired": v} for k, v in fired.items()]}})
@@ -181,11 +226,20 @@ def pytest_sessionfinish(session, exitstatus):
     config = session.config
     if hasattr(config, "workeroutput"):          # an xdist worker: the controller says it, once
         config.workeroutput["mockserver_fired"] = config.stash.get(FIRED, {})
+        config.workeroutput["mockserver_kept"] = config.stash.get(KEPT, [])
     elif unused_rules(config) and config.getoption("--mockserver-unused-rules") == "fail" and exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    kept = config.stash.get(KEPT, [])
+    if kept:
+        terminalreporter.write_sep("-", f"mockserver: {len(kept)} sandbox(es) kept on the mock")
+        for test, name, page in kept:
+            terminalreporter.write_line(f"{test}: {name} ({page})")
+        if not config.getoption("--mockserver-url"):
+            terminalreporter.write_line("mockserver: the session started that mock and stopped it at its end: keep "
+                                        "sandboxes for a look on a mock that outlives the run (--mockserver-url)")
     unused = [] if hasattr(config, "workeroutput") else unused_rules(config)
     if not unused:
         return
@@ -220,27 +274,130 @@ def sandbox_name(prefix, worker, nodeid):
     return f"{sandbox_head(prefix, worker)}-{readable}"[:64 - 11] + "-" + digest
 
 
+class _Sandboxes:
+    """The sandboxes of one test: made with its marker's options (or a factory's), deleted at its end unless kept,
+    their journals kept when it fails."""
+
+    def __init__(self, session, request):
+        self.session, self.request = session, request
+        marker = request.node.get_closest_marker("sandbox")
+        self.options = dict(marker.kwargs) if marker else {}
+        if marker and marker.args:
+            raise pytest.UsageError("mockserver: @pytest.mark.sandbox takes options by name: "
+                                    "@pytest.mark.sandbox(rate_limit='5/10s')")
+        self.keep = self.options.pop("keep", request.config.getoption("--mockserver-keep-sandbox"))
+        if self.keep not in KEEP:
+            raise pytest.UsageError(f"mockserver: keep={self.keep!r}: one of {', '.join(KEEP)}")
+        self.handles = request.node.stash.setdefault(HANDLES, [])
+
+    def make(self, options):
+        config, node = self.request.config, self.request.node
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        nodeid = node.nodeid if not self.handles else f"{node.nodeid}#{len(self.handles) + 1}"
+        options = {"journal_body_limit": config.getoption("--mockserver-journal-body-limit"), **options}
+        handle = self.session.in_sandbox(sandbox_name(config.getoption("--mockserver-sandbox-prefix"), worker,
+                                                      nodeid), **options)
+        self.handles.append(handle)
+        return handle
+
+    def finish(self, handle):
+        """After the test: its pact written (when asked), the sandbox deleted unless kept. A pact refused: the
+        one line that says why."""
+        config, node = self.request.config, self.request.node
+        pact_file, refused = config.getoption("--mockserver-pact"), None
+        failed = node.stash.get(FAILED, False)
+        kept = self.keep == "always" or (self.keep == "on-failure" and failed)
+        try:
+            if pact_file:
+                handle.write_pact(pact_file, config.getoption("--mockserver-pact-consumer"),
+                                  config.getoption("--mockserver-pact-provider"))
+        except PactRefused as error:
+            refused = str(error)
+        finally:
+            if kept:
+                config.stash.setdefault(KEPT, []).append((node.nodeid, handle.sandbox, inspector_page(handle)))
+            else:
+                handle.delete_sandbox()
+            handle.close()
+        return refused
+
+
+def inspector_page(handle):
+    return f"{handle.root}/_mock/ui?sandbox={handle.sandbox}"
+
+
 @pytest.fixture
 def sandbox(mockserver_session, request):
     """The mock, seen through a fresh sandbox of this test's own (deleted after the test): the name of this
-    concept in every client (Node's useSandbox, Go's mocktest.Sandbox)."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    prefix = request.config.getoption("--mockserver-sandbox-prefix")
-    client = mockserver_session.in_sandbox(sandbox_name(prefix, worker, request.node.nodeid),
-                                           journal_body_limit=request.config.getoption("--mockserver-journal-body-limit"))
+    concept in every client (Node's useSandbox, Go's mocktest.Sandbox). Its options: the test's
+    `@pytest.mark.sandbox(...)`."""
+    boxes = _Sandboxes(mockserver_session, request)
+    client = boxes.make(boxes.options)
     yield client
-    pact_file, refused = request.config.getoption("--mockserver-pact"), None
-    try:
-        if pact_file:
-            client.write_pact(pact_file, request.config.getoption("--mockserver-pact-consumer"),
-                              request.config.getoption("--mockserver-pact-provider"))
-    except PactRefused as error:
-        refused = str(error)
-    finally:
-        client.delete_sandbox()
-        client.close()
+    refused = boxes.finish(client)
     if refused:
         pytest.fail(refused, pytrace=False)
+
+
+@pytest.fixture
+def make_sandbox(mockserver_session, request):
+    """More sandboxes in one test: `make_sandbox(rate_limit="5/10s")` makes one with those options (the marker's
+    are not applied), named after the test; each is deleted (or kept, as the test's) when the test ends."""
+    boxes = _Sandboxes(mockserver_session, request)
+    made = []
+
+    def make(**options):
+        keep = options.pop("keep", None)
+        if keep is not None:
+            raise TypeError("make_sandbox: keep is the test's: @pytest.mark.sandbox(keep=...) or "
+                            "--mockserver-keep-sandbox")
+        made.append(boxes.make(options))
+        return made[-1]
+
+    yield make
+    refused = [problem for handle in made if (problem := boxes.finish(handle))]
+    if refused:
+        pytest.fail(refused[0], pytrace=False)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test that failed (in its setup or its call) keeps what its sandboxes saw: each journal written to the
+    journal folder, and its last calls shown with the failure."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when not in ("setup", "call") or not report.failed:
+        return
+    item.stash[FAILED] = True
+    for index, handle in enumerate(item.stash.get(HANDLES, [])):
+        report.sections.append((f"mockserver: sandbox {handle.sandbox}",
+                                keep_journal(handle, item, index, item.config)))
+
+
+def keep_journal(handle, item, index, config):
+    """Write a sandbox's journal whole to the journal folder (one JSON array of calls); the text shown with the
+    failure: where it went, the last calls, and whether the sandbox is kept."""
+    try:
+        calls = handle.calls()
+    except (MockServerError, httpx.HTTPError) as error:
+        return f"its journal could not be read: {error}"
+    folder = Path(config.getoption("--mockserver-journal-dir"))
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", item.nodeid).strip("-")[:180] + (f".{index + 1}" if index else "")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(calls, indent=1))
+    lines = [f"journal: {path} ({len(calls)} call(s))"]
+    lines += [f"#{c['id']} {c['method']} {c['path']} -> {c['status']}"
+              + (f" ({c['operation']})" if c.get("operation") else "") for c in calls[-SHOWN_CALLS:]]
+    keep = _marker_keep(item) or config.getoption("--mockserver-keep-sandbox")
+    if keep in ("on-failure", "always"):
+        lines.append(f"kept: {handle.url} (inspector: {inspector_page(handle)})")
+    return "\n".join(lines)
+
+
+def _marker_keep(item):
+    marker = item.get_closest_marker("sandbox")
+    return marker.kwargs.get("keep") if marker else None
 
 
 @pytest.fixture

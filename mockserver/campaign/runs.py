@@ -87,15 +87,18 @@ class Runner:
             except Exception as error:                  # said in the report, never a traceback
                 return Run(key, problem=f"the mock did not start: {error}")
             try:
-                run = self._command(key, mock.url)
+                run = self._command(key, mock.url, Path(folder))
             finally:
                 mock.stop()
             run.calls = read_trail(trail)
             return run
 
-    def _command(self, key, url):
+    def _command(self, key, url, folder):
         env = {name: value for name, value in os.environ.items() if name not in ENVIRONMENT_OFF}
-        env.update(self.options.env, MOCKSERVER_URL=url, MOCKSERVER_UNUSED_RULES="off")
+        # the harnesses' journals of failing tests go with the run (its calls are in the report), not into the
+        # suite's folder
+        env.update(self.options.env, MOCKSERVER_URL=url, MOCKSERVER_UNUSED_RULES="off",
+                   MOCKSERVER_JOURNAL_DIR=str(folder / "journals"))
         started = time.monotonic()
         process = subprocess.Popen(self.options.command, cwd=self.options.workdir, env=env, stdin=subprocess.DEVNULL,
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
