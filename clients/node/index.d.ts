@@ -27,6 +27,8 @@ export type CallPage = Schema<'CallPage'>;
 export type CallRow = Schema<'CallRow'>;
 export type CallRowPage = Schema<'CallRowPage'>;
 export type VerifyResult = Schema<'VerifyResult'>;
+/** A sandbox where calls a failed verify looked for went instead (VerifyResult's `elsewhere`). */
+export type CallsElsewhere = NonNullable<VerifyResult['elsewhere']>[number];
 export type Coverage = Schema<'Coverage'>;
 export type UsageReport = Schema<'UsageReport'>;
 export type RuleUsage = Schema<'RuleUsage'>;
@@ -99,6 +101,22 @@ export interface CallFilters {
   scenario?: string;
   requestId?: string;
   request_id?: string;
+  /**
+   * The token the calls were authenticated with: its name (admin, reader, writer, deployer, or one the fixtures
+   * define) or its value. A token the sandbox does not have is a 400 naming the closest.
+   */
+  token?: TokenName;
+  /**
+   * Request headers the calls held: names (any case) to globs of their values, as a scenario's match.headers
+   * (`{ 'x-request-source': 'ci*' }`). Authorization and Cookie are refused (not kept): use `token`.
+   */
+  headers?: Record<string, string>;
+  /**
+   * Fields of the request body and the values they held: keys may be dotted paths (`'settings.replicas'`,
+   * `'ports.0.port'`); a nested object matches partially (the body may have more fields); other values must
+   * be equal (`2` is not `'2'`).
+   */
+  body?: Record<string, Json>;
   limit?: number;
 }
 
@@ -314,7 +332,10 @@ export interface LocalOptions extends ReadyOptions {
   /** More `serve` arguments (--scenario FILE, --seed 7 ...). */
   args?: string[];
   env?: Record<string, string>;
-  /** SIGTERM, then SIGKILL after this (default 5 000). */
+  /**
+   * SIGTERM, then SIGKILL after this (default 5 000). The mock also ends with this process however it ends: it is
+   * started with `--exit-with-parent`, and sent SIGTERM when this process gets SIGTERM or SIGINT it does not handle.
+   */
   stopTimeoutMs?: number;
   /** Each line the server prints. */
   log?: (line: string) => void;
@@ -361,9 +382,18 @@ export interface HarnessOptions extends SandboxOptions {
   pact?: string;
   consumer?: string;
   provider?: string;
-  /** Leave the sandbox in place at the test's end. */
-  keep?: boolean;
+  /**
+   * Leave the sandbox in place at the test's end: true (= 'always'), false (= 'never'), or 'on-failure' (when the
+   * test failed). Default: env MOCKSERVER_KEEP_SANDBOX, else 'never'. A kept sandbox's URL and inspector page
+   * are said where the runner shows the test.
+   */
+  keep?: boolean | KeepSandbox;
+  /** Where a failed test's journal is written (default: env MOCKSERVER_JOURNAL_DIR, else mockserver-journals). */
+  journalDir?: string;
 }
+
+/** When a test's sandbox outlives the test. */
+export type KeepSandbox = 'never' | 'on-failure' | 'always';
 
 export interface UsageOptions {
   /** sandbox (the handle's; the default) or mock (every sandbox whose name starts with prefix, gone ones too). */
@@ -373,15 +403,38 @@ export interface UsageOptions {
 
 type MockLike = Client | Promise<Client> | (() => Client | Promise<Client>);
 
-/** node:test's `t` (t.after) or Vitest's test context (onTestFinished). */
+/**
+ * node:test's `t` (t.after) or Vitest's test context (onTestFinished). The hooks are declared as methods, whose
+ * parameters TypeScript compares both ways, so that each framework's own declaration of them (Vitest's handler
+ * takes the context and returns `Awaitable<void>`) is accepted under `strict`.
+ */
 export interface TestContextLike {
-  name?: string;
-  after?: (fn: () => unknown) => unknown;
-  onTestFinished?: (fn: () => unknown) => unknown;
+  readonly name?: string;
+  after?(fn: (...args: any[]) => any): unknown;
+  onTestFinished?(fn: (...args: any[]) => any, timeout?: number): unknown;
   [key: string]: any;
 }
 
 export function useSandbox(context: TestContextLike, mock: MockLike, options?: HarnessOptions): Promise<Client>;
+/**
+ * A mock for a suite, started in the hook `before` (node:test) or `beforeAll` (Vitest, Jest) and stopped in
+ * `after` / `afterAll`: it stands for the root client (`.current` is the client itself). `stop()` is safe before
+ * the start, after a start that failed, and twice.
+ */
+export function mockFor(hooks: SuiteHooks, options?: ConnectOptions & LocalOptions & ContainerOptions & {
+  way?: 'connect' | 'local' | 'container' }): SuiteMock;
+/** node:test's before/after, or Vitest's and Jest's beforeAll/afterAll. */
+export type SuiteHooks =
+  | { before(fn: (...args: any[]) => any): unknown; after(fn: (...args: any[]) => any): unknown }
+  | { beforeAll(fn: (...args: any[]) => any): unknown; afterAll(fn: (...args: any[]) => any): unknown };
+/** What mockFor returns: the root client once started, and its own start and stop. */
+export type SuiteMock = Client & {
+  readonly current: Client;
+  /** Start it (the `before` hook does); the same promise when called again. */
+  start(): Promise<Client>;
+  /** Stop it: nothing when it never started or its start failed. */
+  stop(): Promise<void>;
+};
 /** The running test's handle, through beforeEach/afterEach (Jest, Vitest, node:test); `.current` is the handle itself. */
 export function sandboxFor(mock: MockLike, hooks: { beforeEach: (fn: (...args: any[]) => any) => unknown;
   afterEach: (fn: (...args: any[]) => any) => unknown }, options?: HarnessOptions): Client & { readonly current: Client };

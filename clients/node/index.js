@@ -5,7 +5,9 @@ export { Client, MockServerClient, MockServerError, privateSnapshotName } from '
 export {
   connect, containerAvailable, freePort, startContainer, startLocal, startMock, waitForHealth, waitReady,
 } from './lib/start.js';
-export { assertRulesFired, assertRulesUsed, sandboxFor, sandboxName, useSandbox } from './lib/harness.js';
+export {
+  assertRulesFired, assertRulesUsed, mockFor, sandboxFor, sandboxName, useSandbox,
+} from './lib/harness.js';
 export { mergePacts, writeJson } from './lib/files.js';
 export { Tokens, UnknownTokenError } from './lib/tokens.js';
 export { majorMinor, versionMismatch } from './lib/version.js';

@@ -2,7 +2,7 @@
 // of its sandboxes) with one method per operation of the control API (`/_mock/...`), named after the
 // operation's `x-client` name in Go's casing (mint_token -> MintToken, inspector_url -> InspectorURL), and
 // the helpers built on them (AssertCalled, AssertNotCalled, ExportPact, ExportHAR, WritePact, WriteHAR,
-// Headers, InSandbox).
+// WriteJournal, Headers, InSandbox).
 //
 // It also starts the mock three ways: Connect (a URL, or MOCKSERVER_URL), StartLocal (the mockserver
 // command, or MOCKSERVER_COMMAND) and StartContainer (the docker CLI). Package mocktest builds the
@@ -25,6 +25,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -121,11 +122,15 @@ func New(rawURL string, opts *Options) (*Client, error) {
 }
 
 // Connect returns a handle on the mock at rawURL (MOCKSERVER_URL when rawURL is empty), once its
-// /_mock/health answers 200 (polled until Options.ReadyTimeout). It prints one line to Options.Warnings
-// when the server's major.minor differs from Version.
+// /_mock/health answers 200 (polled until Options.ReadyTimeout). A refused connection fails at once, with
+// one line naming the URL and where it came from: no mock is starting there that this process knows of
+// (StartLocal and StartContainer wait for theirs). It prints one line to Options.Warnings when the
+// server's major.minor differs from Version.
 func Connect(ctx context.Context, rawURL string, opts *Options) (*Client, error) {
+	source := "the URL given to Connect"
 	if rawURL == "" {
 		rawURL = os.Getenv("MOCKSERVER_URL")
+		source = "MOCKSERVER_URL"
 		if rawURL == "" {
 			return nil, errors.New("mockclient: no URL given and MOCKSERVER_URL is not set")
 		}
@@ -134,7 +139,13 @@ func Connect(ctx context.Context, rawURL string, opts *Options) (*Client, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.WaitReady(ctx, c.s.readyTimeout); err != nil {
+	refused := func(probe error) error {
+		if errors.Is(probe, syscall.ECONNREFUSED) {
+			return &UnreachableError{URL: c.s.root, Source: source, Err: probe}
+		}
+		return nil
+	}
+	if err := waitHealthy(ctx, c.s.root, c.s.readyTimeout, nil, refused); err != nil {
 		return nil, err
 	}
 	if _, err := c.CheckVersion(ctx); err != nil {
@@ -142,6 +153,19 @@ func Connect(ctx context.Context, rawURL string, opts *Options) (*Client, error)
 	}
 	return c, nil
 }
+
+// UnreachableError is Connect's error when nothing listens at the URL (the connection is refused).
+type UnreachableError struct {
+	URL    string
+	Source string // where the URL came from: "MOCKSERVER_URL" or "the URL given to Connect"
+	Err    error  // the refused connection
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("mockclient: nothing listens at %s (%s): connection refused", e.URL, e.Source)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
 
 // Root is the mock's root URL (no sandbox).
 func (c *Client) Root() string { return c.s.root }
@@ -156,13 +180,16 @@ func (c *Client) SandboxName() string { return c.sandbox }
 // ServerVersion is the version /_mock/health reported at the version check ("" before one).
 func (c *Client) ServerVersion() string { return c.s.serverVersion }
 
-// WaitReady polls GET /_mock/health until it answers 200, for at most timeout.
+// WaitReady polls GET /_mock/health until it answers 200, for at most timeout (a refused connection is
+// tried again: the mock may be starting).
 func (c *Client) WaitReady(ctx context.Context, timeout time.Duration) error {
-	return waitHealthy(ctx, c.s.root, timeout, nil)
+	return waitHealthy(ctx, c.s.root, timeout, nil, nil)
 }
 
-// waitHealthy polls {root}/_mock/health until a 200; alive (optional) tells why to give up early.
-func waitHealthy(ctx context.Context, root string, timeout time.Duration, alive func() error) error {
+// waitHealthy polls {root}/_mock/health until a 200; alive (optional) tells why to give up early, and final
+// (optional) turns a probe's error into the reason to give up at once (nil: poll again).
+func waitHealthy(ctx context.Context, root string, timeout time.Duration, alive func() error,
+	final func(error) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	probe := &http.Client{Timeout: 2 * time.Second}
@@ -178,6 +205,11 @@ func waitHealthy(ctx context.Context, root string, timeout time.Duration, alive 
 			return fmt.Errorf("mockclient: %v", err)
 		}
 		resp, err := probe.Do(req)
+		if err != nil && final != nil {
+			if reason := final(err); reason != nil {
+				return reason
+			}
+		}
 		if err == nil {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 			resp.Body.Close()

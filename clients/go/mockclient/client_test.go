@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -305,5 +306,70 @@ func TestWritePactMergesParallelWriters(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*"))
 	if len(left) != 1 {
 		t.Fatalf("files left beside the pact: %v", left)
+	}
+}
+
+// TestFiltersByTokenHeadersAndBody: a verify sends token, headers and body as JSON; the journal's query
+// string has token=, headers[NAME]=GLOB and body[PATH]=VALUE, the value as JSON (a string quoted, so that
+// "2" is not read as the number 2).
+func TestFiltersByTokenHeadersAndBody(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var queries []map[string][]string
+	var verified mockclient.Object
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/_mock/calls/verify":
+			json.NewDecoder(r.Body).Decode(&verified)
+			fmt.Fprint(w, `{"ok":true,"actual":1,"message":"ok"}`)
+		case "/_mock/calls", "/_mock/calls/export":
+			queries = append(queries, r.URL.Query())
+			fmt.Fprint(w, `{"results":[],"more":false}`)
+		}
+	}))
+	defer server.Close()
+	client, err := mockclient.New(server.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filter := mockclient.Filter{Operation: "deployApplication", Token: "deployer",
+		Headers: map[string]string{"X-Request-Source": "ci*"},
+		Body:    mockclient.Object{"settings.replicas": 2, "note": "2", "force": true, "settings": mockclient.Object{"region": "eu"}}}
+	ctx := context.Background()
+	if _, err := client.Verify(ctx, filter, mockclient.Times(1)); err != nil {
+		t.Fatal(err)
+	}
+	want := mockclient.Object{"operation": "deployApplication", "token": "deployer", "count": float64(1),
+		"headers": mockclient.Object{"X-Request-Source": "ci*"},
+		"body": mockclient.Object{"settings.replicas": float64(2), "note": "2", "force": true,
+			"settings": mockclient.Object{"region": "eu"}}}
+	if !reflect.DeepEqual(verified, want) {
+		t.Errorf("verify body:\n%v\nwant:\n%v", verified, want)
+	}
+	if _, err := client.Calls(ctx, filter); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.ExportHAR(ctx, filter); err != nil {
+		t.Fatal(err)
+	}
+	wantQuery := map[string]string{"operation": "deployApplication", "token": "deployer",
+		"headers[X-Request-Source]": "ci*", "body[settings.replicas]": "2", "body[note]": `"2"`,
+		"body[force]": "true", "body[settings]": `{"region":"eu"}`}
+	if len(queries) != 2 {
+		t.Fatalf("%d journal reads, want 2", len(queries))
+	}
+	for _, query := range queries {
+		for key, value := range wantQuery {
+			if got := query[key]; len(got) != 1 || got[0] != value {
+				t.Errorf("query %s=%q, want %q (query: %v)", key, got, value, query)
+			}
+		}
+	}
+	if _, err := client.Calls(ctx, mockclient.Filter{Body: mockclient.Object{"x": make(chan int)}}); err == nil ||
+		!strings.Contains(err.Error(), "body[x]") {
+		t.Errorf("a body value that is not JSON must fail naming it, got %v", err)
 	}
 }

@@ -169,7 +169,7 @@ func StartContainer(ctx context.Context, opts ContainerOptions) (*Server, error)
 		}
 		return nil
 	}
-	if err := waitHealthy(ctx, root, timeout, everyNth(alive, 20)); err != nil {
+	if err := waitHealthy(ctx, root, timeout, everyNth(alive, 20), nil); err != nil {
 		return fail(err)
 	}
 	if _, err := client.CheckVersion(ctx); err != nil {

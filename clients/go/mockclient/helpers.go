@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 )
@@ -17,14 +20,34 @@ type TB interface {
 }
 
 // AssertCalled fails the test (t.Fatalf) with the server's message unless calls matching the filter
-// happened as many times as counts say (Times, AtLeast, AtMost; none: at least once).
+// happened as many times as counts say (Times, AtLeast, AtMost; none: at least once). When the mock cannot
+// answer (a sandbox that was never made or is gone: 404, a mistyped filter: 400), the failure says the
+// assertion could not be checked, with the server's message.
 func (c *Client) AssertCalled(t TB, filter Filter, counts ...Count) *VerifyResult {
+	t.Helper()
+	return c.assert(t, "AssertCalled", filter, counts)
+}
+
+// AssertNotCalled fails the test (t.Fatalf) with the server's message when a call matches the filter (and,
+// as AssertCalled, when the mock cannot answer: it never passes for a sandbox that does not exist).
+func (c *Client) AssertNotCalled(t TB, filter Filter) *VerifyResult {
+	t.Helper()
+	return c.assert(t, "AssertNotCalled", filter, []Count{Times(0)})
+}
+
+func (c *Client) assert(t TB, name string, filter Filter, counts []Count) *VerifyResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	result, err := c.Verify(ctx, filter, counts...)
+	var answered *MockServerError // the server's message first: it says what is wrong (no such sandbox ...)
+	if errors.As(err, &answered) {
+		t.Fatalf("mockclient: %s(%s) could not be checked: %s (control API %s %s answered %d)", name,
+			describeFilter(filter), answered.Message, answered.Method, answered.Path, answered.Status)
+		return nil
+	}
 	if err != nil {
-		t.Fatalf("%v", err)
+		t.Fatalf("mockclient: %s(%s) could not be checked: %v", name, describeFilter(filter), err)
 		return nil
 	}
 	if !result.OK {
@@ -33,10 +56,24 @@ func (c *Client) AssertCalled(t TB, filter Filter, counts ...Count) *VerifyResul
 	return result
 }
 
-// AssertNotCalled fails the test (t.Fatalf) with the server's message when a call matches the filter.
-func (c *Client) AssertNotCalled(t TB, filter Filter) *VerifyResult {
-	t.Helper()
-	return c.AssertCalled(t, filter, Times(0))
+// describeFilter is the filter's fields as key=value, sorted by key (headers and body as JSON).
+func describeFilter(filter Filter) string {
+	fields := filter.fields()
+	keys := make([]string, 0, len(fields))
+	for key := range fields {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, key := range keys {
+		value, ok := fields[key].(string)
+		if !ok {
+			encoded, _ := json.Marshal(fields[key])
+			value = string(encoded)
+		}
+		parts[i] = key + "=" + value
+	}
+	return strings.Join(parts, ", ")
 }
 
 // ExportPact is Export with format "pact": the sandbox's calls as a consumer contract.
@@ -72,6 +109,41 @@ func (c *Client) WriteHAR(ctx context.Context, path string, filter Filter) (*Exp
 		return nil, err
 	}
 	return writeDocument(path, document, nil)
+}
+
+// WriteJournal writes the sandbox's calls matching the filter (every page of GET /_mock/calls) at path, as a
+// JSON array of the entries the server sent, oldest first; the folders are made. It returns the calls.
+func (c *Client) WriteJournal(ctx context.Context, path string, filter Filter) ([]Call, error) {
+	raw, err := c.rawCalls(ctx, filter)
+	if err != nil {
+		return nil, err
+	}
+	calls := make([]Call, len(raw))
+	for i, entry := range raw {
+		if err := json.Unmarshal(entry, &calls[i]); err != nil {
+			return nil, fmt.Errorf("mockclient: a call of the journal is not the JSON expected: %v", err)
+		}
+	}
+	if raw == nil {
+		raw = []json.RawMessage{} // [] in the file, not null
+	}
+	data, err := json.MarshalIndent(raw, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	temporary := path + ".tmp"
+	if err := os.WriteFile(temporary, append(data, '\n'), 0o644); err != nil {
+		os.Remove(temporary)
+		return nil, err
+	}
+	if err := os.Rename(temporary, path); err != nil {
+		os.Remove(temporary)
+		return nil, err
+	}
+	return calls, nil
 }
 
 // writeDocument writes an export as writeJSON does (merged as free-form JSON: a pact file may hold what an older

@@ -71,13 +71,31 @@ func (c *Client) Advance(ctx context.Context, by time.Duration) (*Clock, error) 
 // Calls is GET /_mock/calls: the journal entries matching every field of the filter, oldest first.
 // Without a Limit it reads every page the server gives (a page holds at most 500 calls).
 func (c *Client) Calls(ctx context.Context, filter Filter) ([]Call, error) {
-	var found []Call
-	query := filter.query()
+	raw, err := c.rawCalls(ctx, filter)
+	found := make([]Call, 0, len(raw))
+	for _, entry := range raw {
+		var call Call
+		if err := json.Unmarshal(entry, &call); err != nil {
+			return found, fmt.Errorf("mockclient: Calls: a call of the journal is not the JSON expected: %v", err)
+		}
+		found = append(found, call)
+	}
+	return found, err
+}
+
+// rawCalls are the journal entries matching the filter as the server sent them, every page (next_after)
+// unless the filter has a Limit; on an error, those read before it.
+func (c *Client) rawCalls(ctx context.Context, filter Filter) ([]json.RawMessage, error) {
+	query, err := filter.query()
+	if err != nil {
+		return nil, err
+	}
+	var found []json.RawMessage
 	for {
 		var page struct {
-			Results   []Call `json:"results"`
-			More      bool   `json:"more"`
-			NextAfter int    `json:"next_after"`
+			Results   []json.RawMessage `json:"results"`
+			More      bool              `json:"more"`
+			NextAfter int               `json:"next_after"`
 		}
 		if err := c.do(ctx, request{method: "GET", path: "/calls", query: query}, &page); err != nil {
 			return found, err
@@ -136,8 +154,12 @@ func (c *Client) Usage(ctx context.Context, opts UsageOptions) (*UsageReport, er
 // Export is GET /_mock/calls/export: the sandbox's calls as a pact (format "pact") or a HAR 1.2 log
 // (format "har"). ExportPact and ExportHAR say it shorter.
 func (c *Client) Export(ctx context.Context, format string, opts ExportOptions) (*ExportDocument, error) {
+	query, err := opts.query(format)
+	if err != nil {
+		return nil, err
+	}
 	var out ExportDocument
-	return &out, c.do(ctx, request{method: "GET", path: "/calls/export", query: opts.query(format)}, &out)
+	return &out, c.do(ctx, request{method: "GET", path: "/calls/export", query: query}, &out)
 }
 
 // ProviderStates is POST /_mock/provider-states, the Pact verifier's state-change URL: makes a provider

@@ -43,7 +43,8 @@ func (s *Server) Output() string {
 	return s.output.String()
 }
 
-// LocalOptions shape StartLocal. The zero value runs `$MOCKSERVER_COMMAND serve --port 0 --clock manual`.
+// LocalOptions shape StartLocal. The zero value runs
+// `$MOCKSERVER_COMMAND serve --port 0 --clock manual --exit-with-parent`.
 type LocalOptions struct {
 	// Command is the mockserver executable. Default: the environment variable MOCKSERVER_COMMAND, else
 	// "mockserver" on PATH.
@@ -76,9 +77,13 @@ func StartProcess(ctx context.Context, opts LocalOptions) (*Server, error) {
 	return StartLocal(ctx, opts)
 }
 
-// StartLocal runs `COMMAND serve --port 0 --clock manual [args]`, reads the URL from the first line it
-// prints (`mockserver 0.1.0 on http://127.0.0.1:PORT: ...`), waits until /_mock/health answers 200, and
-// checks the server's version. On Linux the process is also killed if this process dies first.
+// StartLocal runs `COMMAND serve --port 0 --clock manual --exit-with-parent [args]`, reads the URL from the
+// first line it prints (`mockserver 0.1.0 on http://127.0.0.1:PORT: ...`), waits until /_mock/health answers
+// 200 (a refused connection meanwhile is waited out: the mock is starting), and checks the server's version.
+//
+// The mock ends with this process however it ends (a test binary killed with SIGKILL runs no clean-up):
+// --exit-with-parent makes it stop when its parent process changes, on every system, and on Linux the
+// kernel also sends it SIGTERM when this process dies (Pdeathsig).
 func StartLocal(ctx context.Context, opts LocalOptions) (*Server, error) {
 	command := opts.Command
 	if command == "" {
@@ -95,7 +100,7 @@ func StartLocal(ctx context.Context, opts LocalOptions) (*Server, error) {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	args := append([]string{"serve", "--port", "0", "--clock", clock}, opts.Args...)
+	args := append([]string{"serve", "--port", "0", "--clock", clock, "--exit-with-parent"}, opts.Args...)
 	cmd := exec.Command(command, args...)
 	// the mock's lines come through pipes here: keep Python from holding them in its buffers
 	cmd.Env = append(append(os.Environ(), "PYTHONUNBUFFERED=1"), opts.Env...)
@@ -201,7 +206,7 @@ func StartLocal(ctx context.Context, opts LocalOptions) (*Server, error) {
 			return nil
 		}
 	}
-	if err := waitHealthy(ctx, root, timeout, alive); err != nil {
+	if err := waitHealthy(ctx, root, timeout, alive, nil); err != nil {
 		return fail("%v", err)
 	}
 	if _, err := client.CheckVersion(ctx); err != nil {

@@ -5,12 +5,14 @@ package mockclient
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strconv"
 	"time"
 )
 
-// Filter selects journal entries (GET /_mock/calls, verify, export). Empty fields are not sent.
+// Filter selects journal entries (GET /_mock/calls, verify, export). Empty fields are not sent; a call
+// matches when it matches every field given.
 type Filter struct {
 	Method    string // GET, POST ...
 	Path      string // a path template (/application/{app_id}/deploy), an exact path or a glob
@@ -19,29 +21,64 @@ type Filter struct {
 	Since     string // a call id (entries after it) or an ISO 8601 time
 	Scenario  string // a rule (scenario/rule), a scenario's name or a glob
 	RequestID string // X-Request-Id of the call
-	Limit     int    // only the last N matches (0: all); not used by verify
+	// Token is the token the call was authenticated with: its name (admin, reader, writer, deployer, or one
+	// the fixtures define) or its value. An unknown one is a 400 that says which are known.
+	Token string
+	// Headers are request headers the call must have: name (any case) -> glob, as a scenario's
+	// match.headers ("ci*"). Authorization and Cookie are not kept by the journal (use Token).
+	Headers map[string]string
+	// Body holds fields the request body must have: a key is a field or a dotted path ("settings.replicas",
+	// "ports.0.port"); a nested object matches partially (the body may have more fields), any other value
+	// must be equal.
+	Body  Object
+	Limit int // only the last N matches (0: all); not used by verify
 }
 
-func (f Filter) fields() map[string]string {
-	fields := map[string]string{}
+// fields are the filter as a verify body (POST /_mock/calls/verify) has them.
+func (f Filter) fields() Object {
+	fields := Object{}
 	for key, value := range map[string]string{"method": f.Method, "path": f.Path, "operation": f.Operation,
-		"status": f.Status, "since": f.Since, "scenario": f.Scenario, "request_id": f.RequestID} {
+		"status": f.Status, "since": f.Since, "scenario": f.Scenario, "request_id": f.RequestID, "token": f.Token} {
 		if value != "" {
 			fields[key] = value
 		}
 	}
+	if len(f.Headers) > 0 {
+		fields["headers"] = f.Headers
+	}
+	if len(f.Body) > 0 {
+		fields["body"] = f.Body
+	}
 	return fields
 }
 
-func (f Filter) query() url.Values {
+// query is the filter as a query string has it (GET /_mock/calls, export): headers[NAME]=GLOB, one
+// parameter per header, and body[PATH]=VALUE with the value as JSON (a string is quoted, so that "2" stays
+// a string).
+func (f Filter) query() (url.Values, error) {
 	query := url.Values{}
 	for key, value := range f.fields() {
-		query.Set(key, value)
+		switch key {
+		case "headers":
+			for name, glob := range f.Headers {
+				query.Set("headers["+name+"]", glob)
+			}
+		case "body":
+			for path, value := range f.Body {
+				encoded, err := json.Marshal(value)
+				if err != nil {
+					return nil, fmt.Errorf("mockclient: the filter's body[%s]: %v", path, err)
+				}
+				query.Set("body["+path+"]", string(encoded))
+			}
+		default:
+			query.Set(key, value.(string))
+		}
 	}
 	if f.Limit > 0 {
 		query.Set("limit", strconv.Itoa(f.Limit))
 	}
-	return query
+	return query, nil
 }
 
 // Count is how many calls a verify expects: Times(n), AtLeast(n) or AtMost(n) (AtLeast and AtMost may
@@ -79,8 +116,11 @@ type ExportOptions struct {
 	Spec     int    // 4 (default) or 3
 }
 
-func (o ExportOptions) query(format string) url.Values {
-	query := o.Filter.query()
+func (o ExportOptions) query(format string) (url.Values, error) {
+	query, err := o.Filter.query()
+	if err != nil {
+		return nil, err
+	}
 	query.Set("format", format)
 	if o.Consumer != "" {
 		query.Set("consumer", o.Consumer)
@@ -91,7 +131,7 @@ func (o ExportOptions) query(format string) url.Values {
 	if o.Spec != 0 {
 		query.Set("spec", strconv.Itoa(o.Spec))
 	}
-	return query
+	return query, nil
 }
 
 // UsageOptions choose what Usage counts: Scope "sandbox" (the client's; the default) or "mock" (every
@@ -145,6 +185,10 @@ type SandboxOptions struct {
 	JournalBodyLimit int       // bytes of a body the journal keeps whole (0: the server's default)
 	PollProgress     Object    // deployments that move by status reads: {"reads": 3}
 	Expires          *Expiry   // the sandbox ends after a time on its clock or a number of API calls (nil: never)
+	// KeepSandbox is for the test harnesses only (mocktest), never sent: whether the sandbox outlives its
+	// test, "never", "on-failure" or "always" (empty: the environment variable MOCKSERVER_KEEP_SANDBOX, else
+	// never). A sandbox kept is logged with its URL and its inspector page.
+	KeepSandbox string
 }
 
 // Expiry ends a sandbox: after Seconds on its own clock from its making, or after Calls API calls, whichever

@@ -331,7 +331,8 @@ func TestVerifyCountsCalls(t *testing.T) {
 		}
 		fake := &fakeT{}
 		h.AssertCalled(fake, reads, count)
-		if len(fake.failures) != 1 || fake.failures[0] != verdict.Message {
+		// the message's "elsewhere" lines name the sandboxes of the tests running beside this one, which go on
+		if len(fake.failures) != 1 || here(fake.failures[0]) != here(verdict.Message) {
 			t.Fatalf("AssertCalled failed with %q, want the server's message %q", fake.failures, verdict.Message)
 		}
 	}
@@ -349,6 +350,46 @@ func TestVerifyCountsCalls(t *testing.T) {
 	h.AssertNotCalled(fake, mockclient.Filter{Operation: "getAplicationStatus"})
 	if len(fake.failures) != 1 || !strings.Contains(fake.failures[0], "answered 400") {
 		t.Fatalf("AssertNotCalled of a mistyped operation failed with %q", fake.failures)
+	}
+}
+
+// here is a verify's message without the lines about other sandboxes (from the first "elsewhere:" on).
+func here(message string) string {
+	if cut := strings.Index(message, "\n  elsewhere:"); cut >= 0 {
+		return message[:cut]
+	}
+	return message
+}
+
+// TestAssertionsOnASandboxNeverMade: an assertion on a sandbox that does not exist (its name mistyped) fails
+// saying so, with the server's "did you mean", instead of passing (AssertNotCalled) or counting nothing.
+func TestAssertionsOnASandboxNeverMade(t *testing.T) {
+	t.Parallel()
+	h := mocktest.Sandbox(t)
+	typo := h.SandboxName() + "x"
+	never := h.Client.Sandbox(typo) // a handle that makes nothing
+	for name, assert := range map[string]func(mockclient.TB){
+		"AssertNotCalled(method=DELETE)": func(t mockclient.TB) { never.AssertNotCalled(t, mockclient.Filter{Method: "DELETE"}) },
+		"AssertCalled(operation=getOrganization)": func(t mockclient.TB) {
+			never.AssertCalled(t, mockclient.Filter{Operation: "getOrganization"}, mockclient.Times(1))
+		},
+	} {
+		fake := &fakeT{}
+		assert(fake)
+		want := "mockclient: " + name + " could not be checked: sandbox " + typo + " does not exist"
+		if len(fake.failures) != 1 || !strings.HasPrefix(fake.failures[0], want) ||
+			!strings.Contains(fake.failures[0], "did you mean "+h.SandboxName()) ||
+			!strings.Contains(fake.failures[0], "answered 404") {
+			t.Errorf("%s on a sandbox never made failed with %q, want %q... did you mean %s... answered 404",
+				name, fake.failures, want, h.SandboxName())
+		}
+	}
+	if _, err := never.Calls(context.Background(), mockclient.Filter{}); mockclient.StatusOf(err) != 404 ||
+		!strings.Contains(err.Error(), "sandbox "+typo+" does not exist") {
+		t.Errorf("Calls of a sandbox never made: %v", err)
+	}
+	if exists(t, typo) {
+		t.Errorf("asking about sandbox %s made it", typo)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -23,7 +24,13 @@ const (
 	webID = "a7c9e1b3-5d7f-4b9d-8f1b-3d5f7b9d1fa5" // application web
 )
 
-func TestMain(m *testing.M) { os.Exit(mocktest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := mocktest.Main(m)
+	if childBinary.path != "" { // the test binary of testdata/child (child_test.go)
+		os.RemoveAll(filepath.Dir(childBinary.path))
+	}
+	os.Exit(code)
+}
 
 // manual is a fresh sandbox of the shared mock with a manual clock (whatever the mock's own mode).
 func manual(t *testing.T) *mocktest.Handle {

@@ -11,10 +11,15 @@
 //
 //	func TestMain(m *testing.M) { os.Exit(mocktest.Main(m)) }
 //
-// Sandbox uses the package's shared mock, made on first use: the one at MOCKSERVER_URL when it is set,
-// else one started from MOCKSERVER_COMMAND (`mockserver serve --port 0 --clock manual`), stopped by Main
-// (and, on Linux, when the test binary exits anyway). SandboxOn gives sandboxes of any other mock
-// (StartLocal, StartContainer, Connect), so several mocks work side by side in one test binary.
+// Sandbox uses the package's shared mock, made on first use: the one at MOCKSERVER_URL when it is set (a
+// URL where nothing listens fails at once), else one started from MOCKSERVER_COMMAND (`mockserver serve
+// --port 0 --clock manual --exit-with-parent`), stopped by Main, and by itself when the test binary ends
+// however it ends. SandboxOn gives sandboxes of any other mock (StartLocal, StartContainer, Connect), so
+// several mocks work side by side in one test binary.
+//
+// When a test fails, its sandbox's journal is written to MOCKSERVER_JOURNAL_DIR (default
+// mockserver-journals) and its last calls are logged; MOCKSERVER_KEEP_SANDBOX=on-failure (or always) keeps
+// the sandbox for a look in the inspector (see SandboxOn).
 package mocktest
 
 import (
@@ -50,11 +55,12 @@ func Server(t testing.TB) *mockclient.Client {
 	t.Helper()
 	shared.once.Do(func() {
 		ctx := context.Background()
-		if url := os.Getenv("MOCKSERVER_URL"); url != "" {
-			shared.client, shared.err = mockclient.Connect(ctx, url, nil)
+		if os.Getenv("MOCKSERVER_URL") != "" {
+			// a refused connection fails at once, naming the URL and MOCKSERVER_URL (mockclient.Connect)
+			shared.client, shared.err = mockclient.Connect(ctx, "", nil)
 			if shared.err != nil {
-				shared.err = fmt.Errorf("mocktest: MOCKSERVER_URL=%s (start the mock there, or unset it to start one "+
-					"from MOCKSERVER_COMMAND): %v", url, shared.err)
+				shared.err = fmt.Errorf("%v; start the mock there, or unset MOCKSERVER_URL to start one from "+
+					"MOCKSERVER_COMMAND", shared.err)
 			}
 			return
 		}
@@ -108,6 +114,12 @@ func Sandbox(t testing.TB, opts ...mockclient.SandboxOptions) *Handle {
 // unless the options say otherwise. When MOCKSERVER_PACT names a file, the test's calls are merged
 // into that pact before the sandbox is deleted (consumer and provider: MOCKSERVER_PACT_CONSUMER and
 // MOCKSERVER_PACT_PROVIDER, default consumer and idp-platform).
+//
+// When the test fails, the sandbox's whole journal is written to MOCKSERVER_JOURNAL_DIR (default
+// mockserver-journals in the working directory, the package's folder under go test) as TEST.json, and
+// the test's log gets the file's path and the last calls, one line each (see JournalDir). The sandbox is
+// deleted unless options.KeepSandbox or MOCKSERVER_KEEP_SANDBOX say to keep it: "on-failure" (when the
+// test fails) or "always"; a sandbox kept is logged with its URL and its inspector page.
 func SandboxOn(t testing.TB, mock *mockclient.Client, opts ...mockclient.SandboxOptions) *Handle {
 	t.Helper()
 	var options mockclient.SandboxOptions
@@ -120,6 +132,10 @@ func SandboxOn(t testing.TB, mock *mockclient.Client, opts ...mockclient.Sandbox
 	if options.JournalBodyLimit == 0 {
 		options.JournalBodyLimit = JournalBodyLimit
 	}
+	keep, err := keepSandbox(options.KeepSandbox)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
 	name := SandboxName(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -127,7 +143,9 @@ func SandboxOn(t testing.TB, mock *mockclient.Client, opts ...mockclient.Sandbox
 	if err != nil {
 		t.Fatalf("mocktest: %v", err)
 	}
+	journal := journalFile(t)
 	t.Cleanup(func() {
+		t.Helper() // what it logs points at the line that made the sandbox
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		if pact := os.Getenv("MOCKSERVER_PACT"); pact != "" {
@@ -136,6 +154,14 @@ func SandboxOn(t testing.TB, mock *mockclient.Client, opts ...mockclient.Sandbox
 			if err != nil {
 				t.Errorf("mocktest: writing the pact %s: %v", pact, err)
 			}
+		}
+		failed := t.Failed()
+		if failed {
+			logJournal(ctx, t, client, journal())
+		}
+		if keep.mode == "always" || (keep.mode == "on-failure" && failed) {
+			logKept(t, client, keep)
+			return
 		}
 		if err := client.DeleteSandbox(ctx, "", false); err != nil && mockclient.StatusOf(err) != 404 {
 			t.Errorf("mocktest: deleting sandbox %s: %v", name, err)

@@ -81,8 +81,8 @@ func TestStartProcessSaysWhyItCannot(t *testing.T) {
 	}
 }
 
-// TestConnectToARunningMock connects by URL and by MOCKSERVER_URL (health polled), and gives up on a
-// URL where nothing answers.
+// TestConnectToARunningMock connects by URL and by MOCKSERVER_URL (health polled), and gives up at once on
+// a URL where nothing listens.
 func TestConnectToARunningMock(t *testing.T) {
 	url := mocktest.Server(t).Root()
 	client := mocktest.Connect(t, url, nil)
@@ -98,8 +98,8 @@ func TestConnectToARunningMock(t *testing.T) {
 	if code, _ := on(t, h, "reader", "GET", "/organization", nil); code != 200 {
 		t.Fatalf("GET /organization in a sandbox of the mock connected: %d", code)
 	}
-	_, err = mockclient.Connect(context.Background(), "http://127.0.0.1:9", &mockclient.Options{ReadyTimeout: 500 * time.Millisecond})
-	if err == nil || !strings.Contains(err.Error(), "not ready") {
+	_, err = mockclient.Connect(context.Background(), "http://127.0.0.1:9", nil)
+	if err == nil || err.Error() != "mockclient: nothing listens at http://127.0.0.1:9 (the URL given to Connect): connection refused" {
 		t.Fatalf("connecting where nothing listens: %v", err)
 	}
 }

@@ -18,12 +18,14 @@ export class MockServerError extends Error {
     this.name = 'MockServerError';
     this.status = status;
     this.error = parsed.error ?? null;
-    this.serverMessage = message;
-    this.details = parsed.details ?? null;
-    this.body = body;
     this.method = method;
     this.path = path;
     this.url = url;
+    // read as properties, not printed: the message is in the error's own line already (an uncaught error shows
+    // its enumerable properties, and these three would say it three times more)
+    for (const [key, value] of Object.entries({ serverMessage: message, details: parsed.details ?? null, body })) {
+      Object.defineProperty(this, key, { value, enumerable: false, writable: true, configurable: true });
+    }
   }
 }
 
@@ -42,6 +44,44 @@ function snaked(options, nested = []) {
       ? snaked(value, nested) : value;
   }
   return out;
+}
+
+/**
+ * Journal filters as a query string's parameters (GET /_mock/calls, its export): `headers` and `body` objects
+ * become one parameter per entry, `headers[NAME]=GLOB` and `body[PATH]=VALUE` with the value written as JSON
+ * (2, true, "2": what the server reads it as); the other filters as they are, in snake_case.
+ */
+function journalQuery(filters) {
+  const { headers, body, ...rest } = filters ?? {};
+  const query = snaked(rest);
+  for (const [name, given] of [['headers', headers], ['body', body]]) {
+    if (given !== undefined && (given === null || typeof given !== 'object' || Array.isArray(given))) {
+      const what = name === 'headers' ? 'header names to globs' : 'fields to values';
+      throw new TypeError(`the filter ${name} is an object of ${what}, not ${JSON.stringify(given)}`);
+    }
+  }
+  for (const [name, glob] of Object.entries(headers ?? {})) query[`headers[${name}]`] = String(glob);
+  for (const [path, value] of Object.entries(body ?? {})) query[`body[${path}]`] = JSON.stringify(value);
+  return query;
+}
+
+/**
+ * An assertion's control call that answered 404 because the handle's sandbox does not exist (never made, or
+ * deleted): an AssertionError that says so first, with the server's message (its "did you mean" included);
+ * any other error as it is.
+ */
+function missingSandbox(error, handle, assertion, options = {}) {
+  if (!(error instanceof MockServerError) || error.status !== 404 || !handle.sandbox
+      || !/^sandbox \S+ does not exist/.test(error.serverMessage)) return error;
+  const given = Object.entries(options).filter(([, value]) => value !== undefined)
+    .map(([key, value]) => `${key}=${value && typeof value === 'object' ? JSON.stringify(value) : value}`);
+  const failure = new AssertionError({
+    message: `mockserver: ${assertion}(${given.join(', ')}) could not be checked: ${error.serverMessage}` });
+  failure.status = error.status;
+  failure.serverMessage = error.serverMessage;
+  failure.sandbox = handle.sandbox;
+  failure.cause = error;
+  return failure;
 }
 
 function checkSandboxName(name) {
@@ -208,9 +248,13 @@ export class Client {
 
   // ---- journal --------------------------------------------------------------------------------------------
 
-  /** GET /_mock/calls: the journal entries matching every filter, oldest first (the `results` array). */
+  /**
+   * GET /_mock/calls: the journal entries matching every filter, oldest first (the `results` array). Filters:
+   * method, path, operation, status, since, scenario, requestId, token (a name or a value), headers ({name:
+   * glob}), body ({field or dotted path: value}), limit.
+   */
   async calls(filters = {}) {
-    const query = snaked(filters);
+    const query = journalQuery(filters);
     let page = await this._control('GET', '/calls', { query });
     const found = page.results;
     while (query.limit === undefined && page.more) {      // without a limit: every page, by the cursor given
@@ -240,7 +284,8 @@ export class Client {
 
   /** usage, and throw an AssertionError naming the scenario rules that never fired; the report otherwise. */
   async assertRulesFired(options = {}) {
-    const report = await this.usage(options);
+    const report = await this.usage(options)
+      .catch((error) => { throw missingSandbox(error, this, 'assertRulesFired', options); });
     const unused = report.rules.never_fired;
     if (unused.length) {
       const error = new AssertionError({ message: `mockserver: ${unused.length} scenario rule(s) never fired: ${unused.join(', ')}` });
@@ -251,8 +296,10 @@ export class Client {
   }
 
   /**
-   * POST /_mock/calls/verify: `{ok, expected, actual, message, matched}`. Filters as `calls`, plus one of
-   * `times` (`count` is its deprecated name here), `atLeast`, `atMost`.
+   * POST /_mock/calls/verify: `{ok, expected, actual, message, matched}`, and `elsewhere` when too few matched
+   * here but matching calls went to a sandbox where calls go by mistake (the default one, one a misspelled name
+   * made). Filters as `calls` (headers and body sent as objects), plus one of `times` (`count` is its deprecated
+   * name here), `atLeast`, `atMost`.
    */
   verify({ times, ...filters } = {}) {
     if (times !== undefined && filters.count !== undefined) {
@@ -263,9 +310,21 @@ export class Client {
     return this._control('POST', '/calls/verify', { json: body });
   }
 
-  /** verify, and throw an AssertionError carrying the server's message when it does not hold. */
-  async assertCalled(filters = {}) {
-    const result = await this.verify(filters);
+  /**
+   * verify, and throw an AssertionError carrying the server's message when it does not hold, or when the
+   * handle's sandbox does not exist (the server's message, with the name it may have meant).
+   */
+  assertCalled(filters = {}) { return this._assertCount(filters, 'assertCalled', filters); }
+
+  /** assertCalled with count 0. */
+  assertNotCalled(filters = {}) {
+    const { times, count, atLeast, at_least: atLeastSnake, atMost, at_most: atMostSnake, ...rest } = filters;
+    return this._assertCount({ ...rest, count: 0 }, 'assertNotCalled', rest);
+  }
+
+  /** verify, and throw an AssertionError (the server's message) when it does not hold; `name(shown)` if no sandbox. */
+  async _assertCount(filters, name, shown) {
+    const result = await this.verify(filters).catch((error) => { throw missingSandbox(error, this, name, shown); });
     if (!result.ok) {
       const error = new AssertionError({ message: result.message });
       error.result = result;
@@ -274,17 +333,11 @@ export class Client {
     return result;
   }
 
-  /** assertCalled with count 0. */
-  assertNotCalled(filters = {}) {
-    const { times, count, atLeast, at_least: atLeastSnake, atMost, at_most: atMostSnake, ...rest } = filters;
-    return this.assertCalled({ ...rest, count: 0 });
-  }
-
   // ---- consumer contracts ---------------------------------------------------------------------------------
 
   /** GET /_mock/calls/export: the sandbox's calls (filtered as `calls`) as a pact or a HAR document. */
   export(format, params = {}) {
-    return this._control('GET', '/calls/export', { query: { format, ...snaked(params) } });
+    return this._control('GET', '/calls/export', { query: { format, ...journalQuery(params) } });
   }
 
   /** Deprecated: the same as `export`, its x-client name in every client (kept for a release). */

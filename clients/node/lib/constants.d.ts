@@ -1,5 +1,5 @@
 // Written by `python -m mockserver.client.generate` from the control document's x-constants: do not edit.
-// control.yaml sha256 2ffca00dae227e563cf490d89b142b95b088b88c98175574d885c8d0f0fa7ce3
+// control.yaml sha256 eb6ccd5a014c1fd73926c6c9a1cee62e4397a1e9bc479415369faa6cd33ccd66
 export const VERSION: string;
 export const DEFAULT_TOKENS: Readonly<{ admin: string; read: string; write: string; deploy: string }>;
 export const DEFAULT_TOKEN_NAMES: Readonly<Record<string, string>>;

@@ -1,5 +1,5 @@
 // Written by `python -m mockserver.client.generate` from the control document's x-constants: do not edit.
-// control.yaml sha256 2ffca00dae227e563cf490d89b142b95b088b88c98175574d885c8d0f0fa7ce3
+// control.yaml sha256 eb6ccd5a014c1fd73926c6c9a1cee62e4397a1e9bc479415369faa6cd33ccd66
 export const VERSION = '0.1.0';
 export const DEFAULT_TOKENS = Object.freeze({ admin: 'mock-admin-token', read: 'mock-read-token', write: 'mock-write-token', deploy: 'mock-deploy-token' });
 export const DEFAULT_TOKEN_NAMES = Object.freeze({ admin: 'admin', read: 'read', write: 'write', deploy: 'deploy', reader: 'read', writer: 'write', deployer: 'deploy' });

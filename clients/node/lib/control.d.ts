@@ -873,7 +873,7 @@ export interface components {
             message: string;
             /** @description the newest 50 matches, one line each */
             matched: string[];
-            /** @description when too few calls matched here: other sandboxes (awake ones, the default one included) that got matching calls, the most first, at most 5 */
+            /** @description when too few calls matched here: the sandboxes a client's calls go to by mistake that got matching calls (the default one: the mock's root URL; one an API call made: a misspelled sandbox name), the most first, at most 5; sandboxes made by the control API (other tests') are not looked at */
             elsewhere?: {
                 sandbox: string;
                 count: number;

@@ -90,15 +90,52 @@ export function freePort() {
   });
 }
 
+// ---- a local mock ends with this process ---------------------------------------------------------------------
+// However this process ends, the local mocks it started end too:
+// - `exit` (the event loop drained, process.exit, an uncaught error): each is killed (SIGKILL) from the handler;
+// - SIGTERM or SIGINT with no handler of the program's own: each is sent SIGTERM, then the signal is raised
+//   again, so this process still dies of it (its exit status says so) as it would have without the mocks;
+//   with a handler of the program's own, the signal is the program's business: the mocks stay until `exit`;
+// - SIGKILL (or any other end no handler sees): each mock was started with `--exit-with-parent` and stops by
+//   itself when its parent process is gone, within a fraction of a second.
+const SIGNALS = ['SIGTERM', 'SIGINT'];
+const running = new Set();                      // the local mocks' processes not yet ended
+
+function onSignal(signal) {
+  if (process.listenerCount(signal) > 1) return;                  // the program handles it: its choice
+  for (const child of running) child.kill('SIGTERM');
+  unwatchSignals();
+  process.kill(process.pid, signal);                              // no listener left: the default action
+}
+
+let watching = false;
+
+function watchSignals() {
+  if (watching) return;
+  watching = true;
+  for (const signal of SIGNALS) process.on(signal, onSignal);
+}
+
+function unwatchSignals() {
+  watching = false;
+  for (const signal of SIGNALS) process.removeListener(signal, onSignal);
+}
+
+function forget(child) {
+  running.delete(child);
+  if (running.size === 0) unwatchSignals();
+}
+
 /**
- * Start `$MOCKSERVER_COMMAND serve --port 0 --clock manual [args]` (default command: `mockserver` on PATH),
- * read its URL from the first line it prints, wait for health. `stop()` on the returned client ends it
- * (SIGTERM, then SIGKILL after `stopTimeoutMs`); it is also killed when this process exits.
+ * Start `$MOCKSERVER_COMMAND serve --port 0 --exit-with-parent --clock manual [args]` (default command:
+ * `mockserver` on PATH; spawned with no shell between, so this process is the mock's parent), read its URL from
+ * the first line it prints, wait for health. `stop()` on the returned client ends it (SIGTERM, then SIGKILL
+ * after `stopTimeoutMs`); it also ends with this process, however this process ends (above).
  */
 export async function startLocal(options = {}) {
   const { command = process.env.MOCKSERVER_COMMAND || 'mockserver', clock = 'manual', args = [], env = {},
     startTimeoutMs = 30_000, stopTimeoutMs = 5_000, log } = options;
-  const argv = ['serve', '--port', '0', ...(clock ? ['--clock', clock] : []), ...args];
+  const argv = ['serve', '--port', '0', '--exit-with-parent', ...(clock ? ['--clock', clock] : []), ...args];
   const child = spawn(command, argv, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, PYTHONUNBUFFERED: '1', ...env },
@@ -106,10 +143,14 @@ export async function startLocal(options = {}) {
   const output = [];                            // the last lines, for an error that says why
   let exited = null;
   const exitedPromise = new Promise((done) => {
-    child.once('exit', (code, signal) => { exited = { code, signal }; done(exited); });
+    child.once('exit', (code, signal) => { exited = { code, signal }; forget(child); done(exited); });
   });
   const killAtExit = () => { if (!exited) child.kill('SIGKILL'); };
   process.once('exit', killAtExit);
+  if (child.pid !== undefined) {                // undefined: it could not be spawned (its 'error' says why)
+    running.add(child);
+    watchSignals();
+  }
 
   const url = await new Promise((resolveUrl, reject) => {
     let settled = false;

@@ -1,6 +1,7 @@
 // The three ways of having a mock: connect (url or MOCKSERVER_URL), a local process, a container.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
 import { connect, containerAvailable, freePort, startContainer, startLocal, startMock } from '../index.js';
@@ -22,6 +23,47 @@ async function tour(mock) {
 
 function alive(pid) {
   try { process.kill(pid, 0); return true; } catch { return false; }
+}
+
+/** A process's state letter and parent from /proc/PID/stat; null when there is no such process. */
+function stat(pid) {
+  let text;
+  try { text = readFileSync(`/proc/${pid}/stat`, 'utf8'); } catch { return null; }
+  const [state, ppid] = text.slice(text.lastIndexOf(')') + 2).split(' ');   // after `pid (name) `
+  return { state, ppid: Number(ppid) };
+}
+
+/** Whether the process has ended: no such process, or a zombie (ended, not yet reaped). */
+function gone(pid) {
+  const found = stat(pid);
+  return found === null || found.state === 'Z' || found.state === 'X';
+}
+
+async function waitGone(pid, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (!gone(pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  return gone(pid);
+}
+
+/** Run test/fixtures/start-and-wait.js: the program, its mock's pid, and a promise of its end. */
+async function programWithMock(args = []) {
+  const program = spawn(process.execPath, [new URL('./fixtures/start-and-wait.js', import.meta.url).pathname, ...args],
+    { stdio: ['ignore', 'pipe', 'inherit'] });
+  const ended = new Promise((done) => program.once('exit', (code, signal) => done({ code, signal })));
+  const lines = [];
+  const mockPid = await new Promise((resolvePid, reject) => {
+    let pending = '';
+    program.stdout.setEncoding('utf8');
+    program.stdout.on('data', (chunk) => {
+      pending += chunk;
+      lines.push(...pending.split('\n').slice(0, -1));
+      pending = pending.slice(pending.lastIndexOf('\n') + 1);
+      const said = lines.map((line) => /^mock (\d+)$/.exec(line)).find(Boolean);
+      if (said) resolvePid(Number(said[1]));
+    });
+    ended.then(({ code, signal }) => reject(new Error(`the program ended (${signal ?? code}) before its mock started`)));
+  });
+  return { program, mockPid, ended, lines };
 }
 
 test('local process: MOCKSERVER_COMMAND serve --port 0, the URL read from its first line, stopped at the end', async () => {
@@ -60,6 +102,45 @@ test('local process: two mocks side by side in one process, each with its own wo
 test('local process: a command that cannot run says so and names MOCKSERVER_COMMAND', async () => {
   await assert.rejects(startLocal({ command: '/nonexistent/mockserver' }), /MOCKSERVER_COMMAND/);
   await assert.rejects(startLocal({ args: ['--no-such-option'] }), /exited \(code 2\) before printing its URL/);
+});
+
+const linux = process.platform === 'linux' ? false : 'reads /proc/PID/stat (Linux)';
+
+for (const signal of ['SIGKILL', 'SIGTERM', 'SIGINT']) {
+  test(`local process: a program killed with ${signal} takes its mock with it`, { skip: linux, timeout: 60_000 }, async () => {
+    const { program, mockPid, ended } = await programWithMock();
+    try {
+      const mock = stat(mockPid);
+      assert.equal(mock.ppid, program.pid, 'the mock\'s parent is the Node program itself (no shell between)');
+      const argv = readFileSync(`/proc/${mockPid}/cmdline`, 'utf8').split('\0');
+      assert.ok(argv.includes('--exit-with-parent'), argv.join(' '));
+      program.kill(signal);
+      assert.deepEqual(await ended, { code: null, signal }, `the program still dies of ${signal}`);
+      assert.ok(await waitGone(mockPid, 5_000), `the mock (pid ${mockPid}) is gone within 5 s of its program's ${signal}`);
+    } finally {
+      if (!gone(mockPid)) process.kill(mockPid, 'SIGKILL');
+      program.kill('SIGKILL');
+    }
+  });
+}
+
+test('local process: a program that handles SIGTERM itself keeps running, and so does its mock', { skip: linux, timeout: 60_000 }, async () => {
+  const { program, mockPid, ended, lines } = await programWithMock(['handles']);
+  try {
+    program.kill('SIGTERM');
+    const deadline = Date.now() + 5_000;
+    while (!lines.includes('handled SIGTERM') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.ok(lines.includes('handled SIGTERM'), 'the program\'s own handler ran');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal(program.exitCode, null, 'the signal is the program\'s business: it goes on');
+    assert.equal(gone(mockPid), false, 'and its mock with it');
+    program.kill('SIGKILL');
+    await ended;
+    assert.ok(await waitGone(mockPid, 5_000), 'a SIGKILL then takes the mock with it');
+  } finally {
+    if (!gone(mockPid)) process.kill(mockPid, 'SIGKILL');
+    program.kill('SIGKILL');
+  }
 });
 
 test('connect: a URL given, or MOCKSERVER_URL; readiness over /_mock/health', async (t) => {

@@ -31,10 +31,10 @@ export function localMockForFile(options = {}) {
 }
 
 /** A platform API call with a token: {status, body}. */
-export async function api(base, method, path, { token = 'mock-admin-token', scheme = 'Token', json } = {}) {
+export async function api(base, method, path, { token = 'mock-admin-token', scheme = 'Token', json, headers = {} } = {}) {
   const response = await fetch(`${base}${path}`, {
     method,
-    headers: { Authorization: `${scheme} ${token}`, ...(json ? { 'Content-Type': 'application/json' } : {}) },
+    headers: { Authorization: `${scheme} ${token}`, ...(json ? { 'Content-Type': 'application/json' } : {}), ...headers },
     body: json ? JSON.stringify(json) : undefined,
   });
   const text = await response.text();

@@ -4,6 +4,7 @@
 //	mockserver campaign --operation createProject --operation listProjects --operation editProject \
 //	    --fault 'status 503' --fault reset -- go test ./projects
 //
+// What it finds:
 //   - Names reads with retries that honour Retry-After and give up after a few: it survives a 503 and a reset of
 //     its read;
 //   - Create retries a 503 properly, but also sends its POST again after a connection error, when the project may

@@ -6,16 +6,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
-import { startMock, useSandbox } from 'idp-mockserver-client';
+import { mockFor, useSandbox } from 'idp-mockserver-client';
 
 import { PlatformClient } from '../src/platform-client.js';
 
 const ORG = '8d3e6a4b-1f2c-4b7a-9e1d-3c5f7a9b2d10';
 const APP = 'a7c9e1b3-5d7f-4b9d-8f1b-3d5f7b9d1fa5';
 
-let mock;          // MOCKSERVER_URL when set, else `$MOCKSERVER_COMMAND serve --port 0 --clock manual`
-before(async () => { mock = await startMock(); });
-after(async () => { await mock.stop(); });
+// started in `before` (MOCKSERVER_URL when set, else `$MOCKSERVER_COMMAND serve --port 0 --clock manual`) and
+// stopped in `after`; a mock that cannot start is one failure, not a second one from its stop
+const mock = mockFor({ before, after });
 
 /** The client under test, pointed at the test's sandbox; its pauses move the sandbox's clock instead of waiting. */
 function clientFor(sandbox, token = 'deployer') {

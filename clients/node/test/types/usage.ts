@@ -1,12 +1,25 @@
 // Compiled (not run) by `npm run typecheck` under strict: the declarations describe what a TypeScript test would
 // write, and a field the server sends is typed (the replies are the control document's schemas, lib/control.d.ts):
 // each line marked @ts-expect-error must be an error, or the compile fails.
-import { test, beforeEach, afterEach } from 'node:test';
+import { test, after, afterEach, before, beforeEach } from 'node:test';
 import {
   Client, DEFAULT_APPLICATION, DEFAULT_TOKENS, JOURNAL_BODY_LIMIT, MockServerClient, MockServerError, VERSION,
-  assertRulesFired, connect, sandboxFor, startContainer, startLocal, startMock, useSandbox, waitReady,
-  type Call, type Health, type Sandbox, type UsageReport, type VerifyResult,
+  assertRulesFired, connect, mockFor, sandboxFor, startContainer, startLocal, startMock, useSandbox, waitReady,
+  type Call, type CallsElsewhere, type Health, type KeepSandbox, type Sandbox, type SuiteMock, type UsageReport, type VerifyResult,
 } from '../../index.js';
+
+// the guide's forms: a mock per suite through the hooks (stop safe when the start failed), a sandbox per test
+const suite: SuiteMock = mockFor({ before, after }, { args: ['--seed', '7'] });
+const keep: KeepSandbox = 'on-failure';
+test('a sandbox of the suite\'s mock', async (t) => {
+  const sandbox = await useSandbox(t, suite, { keep, journalDir: 'journals' });
+  await useSandbox(t, suite, { keep: true });
+  // @ts-expect-error keep takes a mode, not any text
+  await useSandbox(t, suite, { keep: 'sometimes' });
+  const root: Client = suite.current;
+  console.log(sandbox.url, root.url, await suite.start());
+});
+after(() => suite.stop());
 
 async function usage(): Promise<void> {
   const mock: Client = await startLocal({ clock: 'manual', args: ['--seed', '7'] });
@@ -33,6 +46,15 @@ async function usage(): Promise<void> {
     await sb.snapshot('a', { journal: true });
     const restored: number = (await sb.restore('a')).clock.offset_seconds;
     const calls: Call[] = await sb.calls({ operation: 'deployApplication', requestId: 'x' });
+    const filtered: Call[] = await sb.calls({ token: 'deployer', headers: { 'x-request-source': 'ci*' },
+      body: { 'settings.replicas': 2, settings: { region: 'eu' } } });
+    const verdict = await sb.verify({ token: sb.token('deployer'), body: { name: 'checkout' }, times: 1 });
+    const elsewhere: CallsElsewhere[] = verdict.elsewhere ?? [];
+    const misspelled: boolean | undefined = elsewhere[0]?.made_by_call;
+    await sb.assertNotCalled({ token: 'reader', headers: { 'x-request-source': 'laptop' } });
+    // @ts-expect-error headers are an object of names to globs
+    await sb.calls({ headers: 'x-request-source: ci' });
+    console.log(filtered, misspelled);
     const call = calls[0];
     const id: number = call.id;
     const rule: string | null = call.scenario_rule;           // the fields the hand-written Call lacked

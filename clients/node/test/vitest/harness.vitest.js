@@ -1,14 +1,13 @@
-// The harness under Vitest: useSandbox(context) (onTestFinished) in concurrent tests, and sandboxFor(hooks).
+// The harness under Vitest: a mock for the file through beforeAll/afterAll (mockFor), useSandbox(context)
+// (onTestFinished) in concurrent tests, and sandboxFor(hooks).
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 
-import { sandboxFor, startLocal, useSandbox } from '../../index.js';
+import { mockFor, sandboxFor, useSandbox } from '../../index.js';
 
 const ORG = '8d3e6a4b-1f2c-4b7a-9e1d-3c5f7a9b2d10';
 const APP = 'a7c9e1b3-5d7f-4b9d-8f1b-3d5f7b9d1fa5';
 
-let mock;
-beforeAll(async () => { mock = await startLocal(); });
-afterAll(async () => { await mock?.stop(); });
+const mock = mockFor({ beforeAll, afterAll }, { way: 'local' });
 
 async function call(base, method, path, token = 'mock-admin-token', json) {
   const response = await fetch(`${base}${path}`, { method, body: json && JSON.stringify(json),
@@ -21,7 +20,7 @@ const names = [];
 describe.concurrent('useSandbox(context) in concurrent tests', () => {
   for (const i of [0, 1, 2, 3]) {
     test(`concurrent ${i}`, async (context) => {
-      const sb = await useSandbox(context, () => mock);
+      const sb = await useSandbox(context, mock);
       names.push(sb.sandbox);
       expect(sb.sandbox).toMatch(new RegExp(`^concurrent-${i}-[0-9a-f]{10}$`));
       expect((await call(sb.url, 'POST', `/organization/${ORG}/project`, undefined, { name: `v-${i}` })).status).toBe(201);
@@ -43,7 +42,7 @@ describe('after the concurrent tests', () => {
 });
 
 describe('sandboxFor({ beforeEach, afterEach })', () => {
-  const sandbox = sandboxFor(() => mock, { beforeEach, afterEach });
+  const sandbox = sandboxFor(mock, { beforeEach, afterEach });
   let first;
 
   test('a deploy in this test', async () => {
