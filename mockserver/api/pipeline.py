@@ -23,7 +23,6 @@ from mockserver.core.errors import ApiError, invalid
 from mockserver.core.paths import without_api_prefix
 from mockserver.edge import bodies, faults, jsonbody, requestid
 from mockserver.edge.cors import SCOPE_KEY
-from mockserver.process.direct import Reply
 from mockserver.world import scripted
 from mockserver.world.auth import Token, authenticate, authorize
 from mockserver.world.replies import CACHED
@@ -181,7 +180,7 @@ class Pipeline:
             self._trail(call, rt)
         if self.access_log is not None:
             self._log(scope, sandbox, status, call)
-        return Reply(status, out, payload)
+        return status, out, payload
 
     @staticmethod
     def rendered(rt, call, result):

@@ -65,7 +65,6 @@ from mockserver.core.errors import ApiError
 from mockserver.edge.faults import WIRE
 from mockserver.edge.requestid import request_id
 from mockserver.process.direct import DirectApp, head
-from mockserver.process.direct import Reply as _Reply
 from mockserver.process.wholerequest import DIRECT_METHODS, whole_request
 
 LINGER = 1.0                     # seconds a refused connection still reads before it closes
@@ -354,19 +353,20 @@ class GuardedProtocol(HttpToolsProtocol):
         except Exception:                        # a bug of the mock's: the spec's 500, as through ASGI (the call
             log.exception("unhandled error in %s %s", method, url.decode("latin-1"))   # is not run again)
             error = ApiError(500, "internal error: the call could not be answered").render()
-            reply = _Reply(500, [(b"content-type", b"application/json"), (b"x-request-id", request_id(None).encode()),
-                                 (b"content-length", b"%d" % len(error))], error)
+            reply = (500, [(b"content-type", b"application/json"), (b"x-request-id", request_id(None).encode()),
+                     (b"content-length", b"%d" % len(error))], error)
         if reply is None:
             return False
         # no header check here, unlike a reply through ASGI: every header of a direct reply is the mock's own
         # (numbers, constants) or the client's X-Request-Id, which edge/requestid.py admits only as visible ASCII
         self.cycle = AT_ONCE
         self.guard.spent = True
-        written = head(reply.status, [*self.server_state.default_headers, *reply.headers])
-        if len(reply.body) < JOIN_BELOW:
-            self.transport.write(written + reply.body)
+        status, headers, body = reply
+        written = head(status, [*self.server_state.default_headers, *headers])
+        if len(body) < JOIN_BELOW:
+            self.transport.write(written + body)
         else:                                    # one writev (uvloop), the body not copied
-            self.transport.writelines((written, reply.body))
+            self.transport.writelines((written, body))
         self.on_response_complete()
         return True
 

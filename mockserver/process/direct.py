@@ -12,16 +12,13 @@ other. Nothing of ASGI is made for a request answered here: no task, no cycle, n
 """
 
 from http import HTTPStatus
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 Headers = list[tuple[bytes, bytes]]
 
 
-class Reply(NamedTuple):
-    """A reply to write whole: its headers are all it carries (Content-Length included)."""
-    status: int
-    headers: Headers
-    body: bytes
+Reply = tuple[int, Headers, bytes]    # a reply to write whole: (status, headers, body); its headers are all it
+#                                      carries (Content-Length included)
 
 
 class DirectApp(Protocol):
