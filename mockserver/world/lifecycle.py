@@ -12,7 +12,7 @@ applies what must happen once: webhook events and the durable effects of an end.
 
 import heapq
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 
 from mockserver.core.kinds import SERVICE_KINDS
@@ -94,6 +94,11 @@ class DeploymentRequest:
     position: int = 0               # 0 queued, k running step k (1-based), last + 1 ended
     ended_at: float | None = None
     marks: dict = field(default_factory=dict)   # position -> clock time of the read that reached it
+
+    def __reduce__(self):
+        # read back by its constructor, its fields in order: cheaper than pickle's way for a slotted object (a dict
+        # of its slots, set one by one) in the copy of a world that every new sandbox is (world/frozen.py)
+        return DeploymentRequest, tuple(getattr(self, name) for name in _FIELDS)
 
     @property
     def end(self):
@@ -204,6 +209,9 @@ class DeploymentRequest:
             at += seconds
             done += 1
         return done
+
+
+_FIELDS = tuple(each.name for each in fields(DeploymentRequest))   # in the constructor's order
 
 
 def plan(action, service_type, speed=1.0, durations=None, source=None):

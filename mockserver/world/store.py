@@ -59,6 +59,19 @@ class Entry:
         self.meta = meta if meta is not None else {}
         self.table = None                      # the name of the table that holds it
 
+    def __reduce__(self):
+        # read back by one call (`_entry`): cheaper than pickle's way for a slotted object (a dict of its slots, set
+        # one by one) in the copy of a world that every new sandbox is (world/frozen.py)
+        return _entry, (self.id, self.data, self.org, self.parent, self.private, self.meta, self.table)
+
+
+def _entry(ident, data, org, parent, private, meta, table):
+    """An Entry read back from a frozen world (`Entry.__reduce__`)."""
+    entry = Entry.__new__(Entry)
+    entry.id, entry.data, entry.org, entry.parent, entry.private, entry.meta = ident, data, org, parent, private, meta
+    entry.table = table
+    return entry
+
 
 class Table:
     def __init__(self, name, everywhere=None):

@@ -55,3 +55,28 @@ def test_thawed_objects_keep_their_attributes_inline_as_built_ones_do(server):
     copy = thaw(freeze(server.rt, server.shared), server.shared)
     for a, b in ((built, copy), (built.store, copy.store), (built.limiter, copy.limiter)):
         assert [type(r) for r in gc.get_referents(b)] == [type(r) for r in gc.get_referents(a)]
+
+
+def test_entries_and_deployment_requests_come_back_field_for_field_and_shared_where_they_were(server):
+    """Entries and deployment requests are written by their own reduce (store.py, lifecycle.py): every slot
+    comes back, and an object the world refers to from two places is still one object in the copy."""
+    rt = server.rt
+    copy = thaw(freeze(rt, server.shared), server.shared)
+    for name, table in rt.store.tables.items():
+        theirs = copy.store.tables[name]
+        assert list(theirs.rows) == list(table.rows)
+        for ident, entry in table.rows.items():
+            again = theirs.rows[ident]
+            assert [getattr(again, slot) for slot in type(entry).__slots__] == \
+                   [getattr(entry, slot) for slot in type(entry).__slots__]
+            assert again.data is not entry.data
+            if entry.parent is not None:
+                assert theirs.children[entry.parent][ident] is again      # the index holds the same object
+    requests = [request for found in rt.lifecycle.by_target.values() for request in found]
+    assert requests, "the fixtures' world has deployment requests"
+    for target, found in rt.lifecycle.by_target.items():
+        for request, again in zip(found, copy.lifecycle.by_target[target], strict=True):
+            assert again is not request
+            assert [getattr(again, slot) for slot in type(request).__slots__] == \
+                   [getattr(request, slot) for slot in type(request).__slots__]
+            assert again.phase(rt.clock.now()) == request.phase(rt.clock.now())
