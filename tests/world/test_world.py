@@ -80,3 +80,31 @@ def test_entries_and_deployment_requests_come_back_field_for_field_and_shared_wh
             assert [getattr(again, slot) for slot in type(request).__slots__] == \
                    [getattr(request, slot) for slot in type(request).__slots__]
             assert again.phase(rt.clock.now()) == request.phase(rt.clock.now())
+
+
+def test_entries_and_requests_saved_the_way_pickle_writes_slotted_objects_still_load(server):
+    """State files saved before the entries' and requests' own reduce hold them as pickle writes any slotted object
+    (its class made empty, then a dict of its slots): they still load, field for field."""
+    import copyreg
+    import io
+
+    from mockserver.world.frozen import _Freezer, loads
+    from mockserver.world.lifecycle import DeploymentRequest
+    from mockserver.world.store import Entry
+
+    class OldWay(_Freezer):
+        def reducer_override(self, obj):
+            if type(obj) in (Entry, DeploymentRequest):
+                return copyreg.__newobj__, (type(obj),), (None, {n: getattr(obj, n) for n in type(obj).__slots__})
+            return super().reducer_override(obj)
+
+    rt = server.rt
+    entries = [entry for table in rt.store.tables.values() for entry in table.rows.values()]
+    requests = [request for found in rt.lifecycle.by_target.values() for request in found]
+    buffer = io.BytesIO()
+    OldWay(buffer, server.shared).dump((entries, requests))
+    assert b"_entry" not in buffer.getvalue()
+    again_entries, again_requests = loads(buffer.getvalue(), server.shared)
+    for old, new in ((entries, again_entries), (requests, again_requests)):
+        for a, b in zip(old, new, strict=True):
+            assert [getattr(b, n) for n in type(a).__slots__] == [getattr(a, n) for n in type(a).__slots__]
