@@ -20,7 +20,7 @@ from support.ids import ADMIN, ORG
 
 pytestmark = pytest.mark.server
 
-SANDBOXES = 200                     # awake worlds of the default fixtures: a state file of more than 20 MB
+SANDBOXES = 240                     # awake worlds of the default fixtures: a state file of more than 20 MB
 ROUNDS = 10
 
 
