@@ -260,7 +260,7 @@ def serve_with_fd_limit(soft, hard, *args):
     """`mockserver serve` started under an open-file limit (soft, hard)."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "mockserver", "serve", "--port", str(port), *args], cwd=ROOT,
+        [sys.executable, "-m", "mockserver", "serve", "--port", str(port), "--exit-with-parent", *args], cwd=ROOT,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"},
         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard)))
     wait_for(f"http://127.0.0.1:{port}/_mock/health")

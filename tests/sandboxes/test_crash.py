@@ -31,7 +31,8 @@ class Mock:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "mockserver", "serve", "--port", str(self.port), "--state-file", str(state),
              "--save-interval", interval, "--sleep-after", "0", "--durability", durability, "--rate-limit",
-             "1000000000/3600"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+             "1000000000/3600", "--exit-with-parent"], cwd=ROOT, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE)                 # a test that fails midway leaves no server behind
         wait_for(f"{self.url}/_mock/health", timeout=120)
 
     def kill(self):

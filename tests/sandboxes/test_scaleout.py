@@ -112,7 +112,7 @@ class Cluster:
         replica = self.replicas[name]
         process = subprocess.Popen(
             [str(MOCKSERVER), "serve", "--host", "127.0.0.1", "--port", str(replica["port"]), "--replica-name", name,
-             "--state-file", str(self.state_dir / f"{name}.bin"), "--clock", "manual"],
+             "--state-file", str(self.state_dir / f"{name}.bin"), "--clock", "manual", "--exit-with-parent"],
             cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
         self.restarted.append(process)
 
