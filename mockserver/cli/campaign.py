@@ -5,6 +5,7 @@ import os
 import sys
 
 from mockserver.campaign import plan
+from mockserver.cli.values import positive
 
 DESCRIPTION = ("Run a test command as it is, once against a fresh mock (the baseline), then once per fault: at each "
                "operation the baseline called, each failure the API document lists for it, network faults and failed "
@@ -25,22 +26,22 @@ def env_default(name, cast=str, default=None):
 def add_parsers(commands, parser_class):
     sub = commands.add_parser("campaign", help="run a test command again and again, one fault injected each time",
                               description=DESCRIPTION, usage="mockserver campaign [options] -- COMMAND [ARGS...]")
-    sub.add_argument("--jobs", type=_positive(int), default=env_default("MOCKSERVER_CAMPAIGN_JOBS", int, 2),
+    sub.add_argument("--jobs", type=positive(int), default=env_default("MOCKSERVER_CAMPAIGN_JOBS", int, 2),
                      help="runs at once, each with its own mock (default 2; MOCKSERVER_CAMPAIGN_JOBS)")
     sub.add_argument("--at", type=_reader(plan.parse_at), default=(1,),
                      help="the call of an operation, in each sandbox, a fault acts at: 1 (default: the first), a list "
                           "(1,2,3), or all (every call the baseline made of it)")
-    sub.add_argument("--client-timeout", type=_positive(float), metavar="SECONDS",
+    sub.add_argument("--client-timeout", type=positive(float), metavar="SECONDS",
                      help="the client's own request timeout: the delay fault waits past it (without it, no delay "
                           "fault is run)")
     sub.add_argument("--fault", action="append", metavar="GLOB", help="only these faults (repeatable; globs of "
                      "names: 'status 5*', reset, 'outage 503', delay, 'deployment *'); default: all")
     sub.add_argument("--operation", action="append", metavar="GLOB",
                      help="only faults at these operations (repeatable; operationIds or globs); default: all called")
-    sub.add_argument("--max-runs", type=_positive(int), metavar="N", help="run at most N faults (the budget)")
-    sub.add_argument("--max-seconds", type=_positive(float), metavar="SECONDS",
+    sub.add_argument("--max-runs", type=positive(int), metavar="N", help="run at most N faults (the budget)")
+    sub.add_argument("--max-seconds", type=positive(float), metavar="SECONDS",
                      help="start no run after SECONDS (the budget); runs under way finish")
-    sub.add_argument("--run-timeout", type=_positive(float), metavar="SECONDS",
+    sub.add_argument("--run-timeout", type=positive(float), metavar="SECONDS",
                      help="stop a run's command after SECONDS (default: 5 times the baseline's, at least 60)")
     sub.add_argument("--shard", type=_reader(plan.parse_shard), default=(1, 1), metavar="K/N",
                      help="run the K-th of N parts of the plan (the jobs of a CI matrix; merge their --json)")
@@ -57,16 +58,6 @@ def add_parsers(commands, parser_class):
     sub.add_argument("--quiet", action="store_true", help="print the table and summary only")
     sub.add_argument("argv", nargs="*", metavar="COMMAND", help="the test command and its arguments (after --)")
     return sub
-
-
-def _positive(cast):
-    def read(text):
-        value = cast(text)
-        if value <= 0:
-            raise ValueError(f"must be greater than 0, not {text}")
-        return value
-    read.__name__ = cast.__name__
-    return read
 
 
 def _reader(parse):

@@ -9,7 +9,6 @@ a problem with a fixture or a scenario: never a traceback.
 
 import argparse
 import errno
-import math
 import os
 import platform
 import re
@@ -19,6 +18,7 @@ import time
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 
+from mockserver.cli.values import non_negative, number, positive, whole
 from mockserver.core.settings import MIN_HEADER_SIZE, ParitySettings, Settings, parse_rate, parse_size, scenario_paths
 from mockserver.core.version import __version__
 from mockserver.edge import cors
@@ -27,42 +27,6 @@ from mockserver.process import allocator
 
 
 # ---------------------------------------------------------------- how option values are read
-def whole(text):
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"must be a whole number, not {text!r}") from None
-
-
-def number(text):
-    """A finite number: nan and inf are refused (nan compares false to every bound, inf has no end)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"must be a number, not {text!r}") from None
-    if not math.isfinite(value):
-        raise ValueError(f"must be a finite number, not {text!r}")
-    return value
-
-
-def positive(kind):
-    def read(text):
-        value = kind(text)
-        if value <= 0:
-            raise ValueError(f"must be greater than 0, not {text}")
-        return value
-    return read
-
-
-def non_negative(kind):
-    def read(text):
-        value = kind(text)
-        if value < 0:
-            raise ValueError(f"must be 0 or more, not {text}")
-        return value
-    return read
-
-
 def one_of(*choices):
     def read(text):
         if text not in choices:

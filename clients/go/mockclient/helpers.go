@@ -127,20 +127,10 @@ func (c *Client) WriteJournal(ctx context.Context, path string, filter Filter) (
 	if raw == nil {
 		raw = []json.RawMessage{} // [] in the file, not null
 	}
-	data, err := json.MarshalIndent(raw, "", "  ")
-	if err != nil {
-		return nil, err
-	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
-	temporary := path + ".tmp"
-	if err := os.WriteFile(temporary, append(data, '\n'), 0o644); err != nil {
-		os.Remove(temporary)
-		return nil, err
-	}
-	if err := os.Rename(temporary, path); err != nil {
-		os.Remove(temporary)
+	if err := replaceFile(path, raw); err != nil {
 		return nil, err
 	}
 	return calls, nil

@@ -33,20 +33,29 @@ func writeJSON(path string, document Object, merge func(old, new Object) (Object
 			return nil, err
 		}
 	}
-	data, err := json.MarshalIndent(document, "", "  ")
-	if err != nil {
+	if err := replaceFile(path, document); err != nil {
 		return nil, err
+	}
+	return document, nil
+}
+
+// replaceFile writes value at path as indented JSON, whole or not at all: written beside it first (path.tmp),
+// then renamed over it.
+func replaceFile(path string, value any) error {
+	data, err := json.MarshalIndent(value, "", "  ")
+	if err != nil {
+		return err
 	}
 	temporary := path + ".tmp"
 	if err := os.WriteFile(temporary, append(data, '\n'), 0o644); err != nil {
 		os.Remove(temporary)
-		return nil, err
+		return err
 	}
 	if err := os.Rename(temporary, path); err != nil {
 		os.Remove(temporary)
-		return nil, err
+		return err
 	}
-	return document, nil
+	return nil
 }
 
 // MergePacts is one pact of two of the same consumer and provider: the old interactions, then the new
