@@ -27,7 +27,7 @@ TAIL = 60                               # lines of a command's output a report k
 FAILED_TEST = [re.compile(pattern) for pattern in (
     r"^FAILED (\S+)",                                   # pytest
     r"^--- FAIL: (\S+)",                                # go test
-    r"^not ok \d+ - (.+?)(?: # .*)?$",                  # TAP (node --test's tap reporter)
+    r"^\s*not ok \d+ - (.+?)(?: # .*)?$",               # TAP (node --test's tap reporter), subtests indented
     r"^\s*\u2716 (.+?)(?: \(\d[\d.]*m?s\))?$",          # node --test's spec reporter
     r"^\s*(?:FAIL|\u00d7) (.+?)(?: \d+ms)?$",           # vitest
 )]
@@ -155,13 +155,25 @@ def _kill(process):
 def failed_tests(lines):
     """The failing tests a runner's output names (pytest, go test, node:test, Vitest), in order, once each."""
     found = []
-    for line in lines:
+    for index, line in enumerate(lines):
         for pattern in FAILED_TEST:
             match = pattern.match(line)
-            if match and match.group(1).strip() not in found:
+            if match and match.group(1).strip() not in found and not _failed_by_its_subtests(lines, index):
                 found.append(match.group(1).strip())
                 break
     return found
+
+
+def _failed_by_its_subtests(lines, index):
+    """Whether the TAP `not ok` at `index` is a suite that failed only because a test in it did (node:test says so
+    in the block under it): the test is named, not its suite."""
+    for line in lines[index + 1:index + 12]:
+        text = line.strip()
+        if text == "...":
+            return False
+        if text == "failureType: 'subtestsFailed'":
+            return True
+    return False
 
 
 def read_trail(path):

@@ -160,3 +160,22 @@ def test_coverage_counts_the_failures_a_correct_request_may_meet_and_lists_the_c
     assert 400 in project["own_mistakes"] and 400 not in project["documented"]
     assert {409, 500, 503} <= set(project["documented"])
     assert got["survived"] == 1 and got["documented"] == len(project["documented"])
+
+
+def test_a_failing_node_test_is_named_by_itself_not_by_the_suite_around_it():
+    """node:test's TAP reporter indents a suite's tests and fails the suite too ('subtestsFailed'): the report names
+    the test that failed."""
+    from mockserver.campaign.runs import failed_tests
+    tap = ["TAP version 13", "# Subtest: ProjectsClient against the mock",
+           "    # Subtest: a new project is listed", "    ok 1 - a new project is listed", "      ---",
+           "      duration_ms: 19.1", "      ...",
+           "    # Subtest: a project renamed is listed under its new name",
+           "    not ok 2 - a project renamed is listed under its new name", "      ---",
+           "      failureType: 'testCodeFailure'", "      error: 'rename: 503'", "      ...", "    1..2",
+           "not ok 1 - ProjectsClient against the mock", "  ---", "  type: 'suite'",
+           "  failureType: 'subtestsFailed'", "  error: '1 subtest failed'", "  ...", "1..1"]
+    assert failed_tests(tap) == ["a project renamed is listed under its new name"]
+    assert failed_tests(["not ok 3 - a flat test", "  ---", "  failureType: 'testCodeFailure'", "  ..."]) == \
+        ["a flat test"]
+    assert failed_tests(["FAILED tests/test_a.py::test_b - AssertionError", "--- FAIL: TestC (0.00s)"]) == \
+        ["tests/test_a.py::test_b", "TestC"]
